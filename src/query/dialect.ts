@@ -1,0 +1,75 @@
+/**
+ * The only place that knows SQL-engine specifics. to-sql.ts composes portable SQL (AND/OR/NOT, EXISTS,
+ * IN, comparisons, `?` placeholders) and asks a Dialect for everything else: boolean constants, NULL
+ * folding, substring tests, case folding, number-to-text, JSON map access and NULL ordering. `sqliteDialect`
+ * is the embedded store's; a PostgreSQL dialect implements the same interface later.
+ *
+ * SQLite contract: the store registers `pc_upper(text)` on every connection as JS `toUpperCase()` (the
+ * same folding `upperLiteral` applies to the literal); it is never called with NULL. Booleans are stored
+ * as INTEGER 0/1/NULL, datetimes as TEXT `YYYY-MM-DDTHH:MM:SS.mmmZ`, maps as JSON object TEXT.
+ */
+import { param, sql, trusted, type Sql } from './sql.ts';
+
+export type MapValueKind = 'text' | 'number' | 'bool';
+
+export interface Dialect {
+  readonly name: string;
+  readonly trueSql: Sql;
+  readonly falseSql: Sql;
+  /** A predicate that may be NULL, made definite: NULL counts as `nullMeans`. */
+  nullAs(predicate: Sql, nullMeans: boolean): Sql;
+  /** A stored bool (0/1/NULL or a map bool) is true; absent counts as false. Never NULL. */
+  isTrue(value: Sql): Sql;
+  /** `haystack` contains `needle` as a substring (case-sensitive); NULL if either is NULL. */
+  contains(haystack: Sql, needle: Sql): Sql;
+  /** Unicode upper-casing of a text value in SQL (NULL stays NULL)… */
+  upper(text: Sql): Sql;
+  /** …and the same folding applied to a literal before it is bound. */
+  upperLiteral(text: string): string;
+  /** Decimal text of a stored number, as upstream compares numbers with strings. */
+  numberAsText(value: Sql, type: 'int' | 'float'): Sql;
+  /** A map key's value when its JSON type is `kind`, else NULL (absent keys included). */
+  mapValue(map: Sql, keys: readonly string[], kind: MapValueKind): Sql;
+  /** The map key is absent or holds JSON null. Never NULL. */
+  mapKeyIsNull(map: Sql, keys: readonly string[]): Sql;
+  /** One ORDER BY term: NULLs first when ascending, last when descending (upstream's order). */
+  orderTerm(value: Sql, ascending: boolean): Sql;
+}
+
+/** Map keys come from identifiers (`[A-Za-z][A-Za-z_-]*`); anything else is a programming error. */
+const MAP_KEY = /^[A-Za-z][A-Za-z_-]*$/;
+
+/** SQLite JSON path with every key quoted (`$."owner-team"`); bound as a parameter, never spliced. */
+export function sqliteJsonPath(keys: readonly string[]): string {
+  for (const key of keys) {
+    if (!MAP_KEY.test(key)) throw new Error(`invalid map key: ${JSON.stringify(key)}`);
+  }
+  return `$${keys.map((key) => `."${key}"`).join('')}`;
+}
+
+export const sqliteDialect: Dialect = {
+  name: 'sqlite',
+  trueSql: trusted('1'),
+  falseSql: trusted('0'),
+  nullAs: (predicate, nullMeans) => sql`COALESCE(${predicate}, ${trusted(nullMeans ? '1' : '0')})`,
+  isTrue: (value) => sql`(COALESCE(${value}, 0) = 1)`,
+  contains: (haystack, needle) => sql`(instr(${haystack}, ${needle}) > 0)`,
+  // Guarded so the function never sees NULL: a JS toUpperCase would turn it into the text 'NULL'.
+  upper: (text) => sql`(CASE WHEN ${text} IS NOT NULL THEN pc_upper(${text}) END)`,
+  upperLiteral: (text) => text.toUpperCase(),
+  numberAsText: (value, type) =>
+    type === 'int'
+      ? sql`CAST(${value} AS TEXT)`
+      : // Go prints 2.0 as "2" where SQLite prints "2.0"; other floats use SQLite's shortest text.
+        sql`(CASE WHEN ${value} = CAST(${value} AS INTEGER) THEN CAST(CAST(${value} AS INTEGER) AS TEXT) ELSE CAST(${value} AS TEXT) END)`,
+  mapValue: (map, keys, kind) => {
+    const path = sqliteJsonPath(keys);
+    if (kind === 'bool') {
+      return sql`(CASE json_type(${map}, ${param(path)}) WHEN 'true' THEN 1 WHEN 'false' THEN 0 END)`;
+    }
+    const types = trusted(kind === 'text' ? "('text')" : "('integer', 'real')");
+    return sql`(CASE WHEN json_type(${map}, ${param(path)}) IN ${types} THEN json_extract(${map}, ${param(path)}) END)`;
+  },
+  mapKeyIsNull: (map, keys) => sql`(COALESCE(json_type(${map}, ${param(sqliteJsonPath(keys))}), 'null') = 'null')`,
+  orderTerm: (value, ascending) => sql`${value} ${trusted(ascending ? 'ASC' : 'DESC')}`,
+};

@@ -1,0 +1,58 @@
+/**
+ * The contract between the filter compiler and a resource: which names a filter may use, their types,
+ * and where each lives in SQL. The compiler never knows about resources; a resource hands it a
+ * SymbolTable built from its declaration. SQL fragments given here are written by the project (column
+ * names, constant table names), never taken from user input.
+ */
+
+/** Scalar value types of the filter language. `int`/`float` both behave as "number" on the wire. */
+export type ScalarType = 'string' | 'int' | 'float' | 'bool' | 'datetime';
+
+/** A plain field stored in one SQL expression of the row (e.g. `e.name`). */
+export interface ScalarSymbol {
+  kind: 'scalar';
+  type: ScalarType;
+  /** SQL expression that yields the value for the current row, e.g. `e.name`. */
+  sql: string;
+  /** May appear in `sort by` (plain non-set fields of the entity itself). Default true. */
+  sortable?: boolean;
+}
+
+/**
+ * A set-valued field (role attributes, policy role lists...) stored as rows of a side table:
+ * `SELECT <valueColumn> FROM <table> WHERE <ownerColumn> = <row id> [AND <where>]`.
+ * Usable only inside anyOf/allOf/count/isEmpty.
+ */
+export interface SetSymbol {
+  kind: 'set';
+  elementType: ScalarType;
+  table: string;
+  ownerColumn: string;
+  valueColumn: string;
+  /** Constant SQL restricting the side table (e.g. `entity_type = 'identities'`). */
+  where?: string;
+}
+
+/** A map of scalar values stored as a JSON object column (e.g. `tags`); `tags.<key>` has type "any". */
+export interface MapSymbol {
+  kind: 'map';
+  /** SQL expression of the JSON text column, e.g. `e.tags`. */
+  sql: string;
+}
+
+export type FieldSymbol = ScalarSymbol | SetSymbol | MapSymbol;
+
+/**
+ * Everything the compiler needs to know about one list: the alias-qualified id expression used to
+ * correlate set sub-queries and as the sort tie-breaker, and the public symbols by name.
+ */
+export interface SymbolTable {
+  /** SQL expression of the row id, e.g. `e.id`. */
+  idSql: string;
+  symbols: Record<string, FieldSymbol>;
+}
+
+/** The public field names, in the order they were declared (what `meta.filterableFields` shows). */
+export function filterableFields(table: SymbolTable): string[] {
+  return Object.keys(table.symbols);
+}
