@@ -1,0 +1,16 @@
+/**
+ * Every operation of the client API (`/edge/client/v1`), in one readable list.
+ */
+import type { ApiDefinition } from '../http/route.ts';
+import type { Services } from './services.ts';
+import { systemRoutes } from '../system/system.routes.ts';
+import { authenticationRoutes } from '../auth/authenticate.routes.ts';
+
+export function clientApi(s: Services): ApiDefinition {
+  return {
+    name: 'client',
+    prefix: '/edge/client/v1',
+    title: 'Portcullis Edge Client API',
+    routes: [...systemRoutes(s.system, 'client'), ...authenticationRoutes(s)],
+  };
+}

@@ -1,0 +1,190 @@
+/**
+ * API sessions: issued at authentication, carried as the `zt-session` token, ended by logout, admin
+ * delete, idle timeout or identity removal. Only a SHA-256 of each token is stored. Activity (every
+ * authenticated request) is marked in memory and flushed in batches, so a busy client costs no write per
+ * request; expiry checks use the newer of the stored and in-memory times.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Db } from '../store/database.ts';
+import { prepare } from '../store/entity-table.ts';
+import { withTransaction, type Tx } from '../store/transaction.ts';
+import { newCuid, newToken } from '../ids.ts';
+import type { Clock } from '../resources/entity-service.ts';
+
+export interface ApiSessionRecord {
+  id: string;
+  tokenHash: string;
+  identityId: string;
+  authenticatorId: string;
+  ipAddress: string;
+  configTypes: string[];
+  isMfaRequired: boolean;
+  isMfaComplete: boolean;
+  isCertExtendable: boolean;
+  isCertExtendRequested: boolean;
+  isCertKeyRollRequested: boolean;
+  improperClientCertChain: boolean;
+  lastActivityAt: string;
+  createdAt: string;
+  updatedAt: string;
+  tags: Record<string, unknown>;
+}
+
+export interface NewApiSession {
+  identityId: string;
+  authenticatorId: string;
+  ipAddress: string;
+  configTypes: string[];
+  isMfaRequired?: boolean;
+  isCertExtendable?: boolean;
+  improperClientCertChain?: boolean;
+}
+
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+export function decodeApiSessionRow(row: Record<string, unknown>): ApiSessionRecord {
+  return {
+    id: row.id as string,
+    tokenHash: row.token_hash as string,
+    identityId: row.identity_id as string,
+    authenticatorId: row.authenticator_id as string,
+    ipAddress: row.ip_address as string,
+    configTypes: JSON.parse(row.config_types as string) as string[],
+    isMfaRequired: row.is_mfa_required === 1,
+    isMfaComplete: row.is_mfa_complete === 1,
+    isCertExtendable: row.is_cert_extendable === 1,
+    isCertExtendRequested: row.is_cert_extend_requested === 1,
+    isCertKeyRollRequested: row.is_cert_key_roll_requested === 1,
+    improperClientCertChain: row.improper_client_cert_chain === 1,
+    lastActivityAt: row.last_activity_at as string,
+    createdAt: row.created_at as string,
+    updatedAt: row.updated_at as string,
+    tags: JSON.parse(row.tags as string) as Record<string, unknown>,
+  };
+}
+
+export interface ApiSessionServiceOptions {
+  db: Db;
+  clock: Clock;
+  timeoutMs: number;
+  /** How often in-memory activity marks are written and idle sessions removed. */
+  maintenanceIntervalMs?: number;
+}
+
+export function createApiSessionService(opts: ApiSessionServiceOptions) {
+  const { db, clock, timeoutMs } = opts;
+  const activity = new Map<string, number>();
+  let timer: NodeJS.Timeout | undefined;
+
+  function create(tx: Tx, s: NewApiSession): { record: ApiSessionRecord; token: string } {
+    const token = newToken();
+    const now = clock.now().toISOString();
+    const record: ApiSessionRecord = {
+      id: newCuid(),
+      tokenHash: hashToken(token),
+      identityId: s.identityId,
+      authenticatorId: s.authenticatorId,
+      ipAddress: s.ipAddress,
+      configTypes: s.configTypes,
+      isMfaRequired: s.isMfaRequired ?? false,
+      isMfaComplete: false,
+      isCertExtendable: s.isCertExtendable ?? false,
+      isCertExtendRequested: false,
+      isCertKeyRollRequested: false,
+      improperClientCertChain: s.improperClientCertChain ?? false,
+      lastActivityAt: now,
+      createdAt: now,
+      updatedAt: now,
+      tags: {},
+    };
+    prepare(
+      tx.db,
+      `INSERT INTO api_sessions (id, token_hash, identity_id, authenticator_id, ip_address, config_types, is_mfa_required,
+        is_mfa_complete, is_cert_extendable, improper_client_cert_chain, last_activity_at, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`,
+    ).run(
+      record.id,
+      record.tokenHash,
+      record.identityId,
+      record.authenticatorId,
+      record.ipAddress,
+      JSON.stringify(record.configTypes),
+      record.isMfaRequired ? 1 : 0,
+      record.isCertExtendable ? 1 : 0,
+      record.improperClientCertChain ? 1 : 0,
+      now,
+      now,
+      now,
+    );
+    return { record, token };
+  }
+
+  /** Newest known activity of a session: stored time or a not yet flushed mark. */
+  function lastActivityMs(record: ApiSessionRecord): number {
+    return Math.max(Date.parse(record.lastActivityAt), activity.get(record.id) ?? 0);
+  }
+
+  function expiresAt(record: ApiSessionRecord): Date {
+    return new Date(lastActivityMs(record) + timeoutMs);
+  }
+
+  /** The live session a token names, marking activity; undefined when unknown or idle too long. */
+  function resolve(token: string): ApiSessionRecord | undefined {
+    const hash = hashToken(token);
+    const row = prepare(db, 'SELECT * FROM api_sessions WHERE token_hash = ?').get(hash) as Record<string, unknown> | undefined;
+    if (!row) return undefined;
+    // The lookup is by hash; compare again in constant time so no code path compares secrets naively.
+    if (!timingSafeEqual(Buffer.from(row.token_hash as string), Buffer.from(hash))) return undefined;
+    const record = decodeApiSessionRow(row);
+    const now = clock.now().getTime();
+    if (lastActivityMs(record) + timeoutMs <= now) return undefined;
+    activity.set(record.id, now);
+    return record;
+  }
+
+  function get(id: string): ApiSessionRecord | undefined {
+    const row = prepare(db, 'SELECT * FROM api_sessions WHERE id = ?').get(id) as Record<string, unknown> | undefined;
+    return row ? decodeApiSessionRow(row) : undefined;
+  }
+
+  function remove(tx: Tx, id: string): boolean {
+    activity.delete(id);
+    return prepare(tx.db, 'DELETE FROM api_sessions WHERE id = ?').run(id).changes > 0;
+  }
+
+  function removeForIdentity(tx: Tx, identityId: string): void {
+    prepare(tx.db, 'DELETE FROM api_sessions WHERE identity_id = ?').run(identityId);
+  }
+
+  /** Writes pending activity marks, then deletes sessions idle longer than the timeout. */
+  function maintain(): void {
+    const marks = [...activity.entries()];
+    activity.clear();
+    const cutoff = new Date(clock.now().getTime() - timeoutMs).toISOString();
+    withTransaction(db, (tx) => {
+      const mark = prepare(tx.db, 'UPDATE api_sessions SET last_activity_at = ? WHERE id = ? AND last_activity_at < ?');
+      for (const [id, ms] of marks) {
+        const at = new Date(ms).toISOString();
+        mark.run(at, id, at);
+      }
+      prepare(tx.db, 'DELETE FROM api_sessions WHERE last_activity_at < ?').run(cutoff);
+    });
+  }
+
+  function start(): void {
+    timer ??= setInterval(maintain, opts.maintenanceIntervalMs ?? 5000);
+    timer.unref();
+  }
+
+  function stop(): void {
+    if (timer) clearInterval(timer);
+    timer = undefined;
+    if (db.open) maintain();
+  }
+
+  return { create, resolve, get, remove, removeForIdentity, expiresAt, lastActivityMs, maintain, start, stop, timeoutMs };
+}
+
+export type ApiSessionService = ReturnType<typeof createApiSessionService>;

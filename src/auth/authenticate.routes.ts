@@ -1,0 +1,142 @@
+/**
+ * Authentication and the caller's own session and identity, offered identically on both APIs:
+ * `POST /authenticate`, `GET|DELETE /current-api-session`, `GET /current-identity`, and the caller's own
+ * authenticators (list, get, patch and put with the current password).
+ */
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import type { RouteSpec } from '../http/route.ts';
+import { callerOf, peerCertificates } from '../http/caller.ts';
+import { detailEnvelope, empty, emptyEnvelope, list, listEnvelope, ok, okNullMeta } from '../http/envelope.ts';
+import { IdParams, ListQuery, listRequest } from '../http/list-params.ts';
+import { notFound } from '../errors.ts';
+import { FreeObject, Nullable, Password, TagsNullable, Username } from '../resources/common.schema.ts';
+import type { AuthenticationService } from './authentication.service.ts';
+import { goTimeString } from './authentication.service.ts';
+import type { IdentityService } from '../resources/identities/identity.service.ts';
+import type { AuthenticatorService } from '../resources/authenticators/authenticator.service.ts';
+import { authenticatorResource } from '../resources/authenticators/authenticator.resource.ts';
+import { identityResource } from '../resources/identities/identity.resource.ts';
+import { currentApiSessionDetail } from '../resources/api-sessions/api-session.resource.ts';
+
+const AuthenticateQuery = Type.Object({
+  method: Type.Unsafe<string>({ type: 'string', enum: ['password', 'cert', 'ext-jwt'] }),
+});
+
+const AuthenticateBody = Type.Unsafe<Record<string, unknown> | undefined>({
+  type: ['object', 'null'],
+  properties: {
+    username: Username,
+    password: Password,
+    configTypes: { type: 'array', items: { type: 'string' } },
+    envInfo: FreeObject,
+    sdkInfo: FreeObject,
+  },
+});
+
+const OwnAuthenticatorPatch = Type.Object({
+  currentPassword: Password,
+  password: Nullable(Password),
+  username: Nullable(Username),
+  tags: TagsNullable,
+}, { required: ['currentPassword'] });
+const OwnAuthenticatorPut = Type.Object({
+  currentPassword: Password,
+  password: Password,
+  username: Username,
+  tags: Type.Optional(TagsNullable),
+});
+
+function clientIp(req: FastifyRequest): string {
+  const ip = req.raw.socket.remoteAddress ?? '';
+  return ip.startsWith('::ffff:') ? ip.slice(7) : ip;
+}
+
+export function authenticationRoutes(deps: {
+  auth: AuthenticationService;
+  identities: IdentityService;
+  authenticators: AuthenticatorService;
+}): RouteSpec[] {
+  const { auth, identities, authenticators } = deps;
+  const tag = 'Authentication';
+  const ownAuthenticator = (req: FastifyRequest) => {
+    const caller = callerOf(req);
+    const id = (req.params as { id: string }).id;
+    const found = authenticators.find(id);
+    if (!found || found.identityId !== caller.identity.id) throw notFound('authenticator', id);
+    return found;
+  };
+  return [
+    {
+      method: 'POST', url: '/authenticate', operationId: 'authenticate', tag, summary: 'Authenticate and create an API session',
+      auth: 'public', querystring: AuthenticateQuery, body: AuthenticateBody,
+      response: { 200: detailEnvelope(currentApiSessionDetail) },
+      handler: async (req, reply) => {
+        const { method } = req.query as { method: string };
+        const { record, token } = await auth.authenticate(method, {
+          body: (req.body ?? {}) as Record<string, unknown>,
+          ipAddress: clientIp(req),
+          peerCertificates: peerCertificates(req),
+          headers: req.headers,
+        });
+        const detail = auth.presentCurrent(record, token);
+        reply
+          .header('zt-session', token)
+          .header('expiration-seconds', String(detail.expirationSeconds))
+          .header('expires-at', goTimeString(new Date(detail.expiresAt as string)));
+        return ok(detail);
+      },
+    },
+    {
+      method: 'GET', url: '/current-api-session', operationId: 'getCurrentAPISession', tag: 'Current API Session',
+      summary: 'The API session of the caller', auth: 'partial',
+      response: { 200: detailEnvelope(currentApiSessionDetail) },
+      handler: (req) => {
+        const caller = callerOf(req);
+        return ok(auth.presentCurrent(caller.apiSession, caller.token));
+      },
+    },
+    {
+      method: 'DELETE', url: '/current-api-session', operationId: 'deleteCurrentApiSession', tag: 'Current API Session',
+      summary: 'Log out: end the API session of the caller', auth: 'partial', response: { 200: emptyEnvelope },
+      handler: (req) => {
+        auth.logout(callerOf(req));
+        return empty();
+      },
+    },
+    {
+      method: 'GET', url: '/current-identity', operationId: 'getCurrentIdentity', tag: 'Current Identity',
+      summary: 'The identity of the caller', auth: 'session',
+      response: { 200: detailEnvelope(identityResource.schemas.detail, 'null') },
+      handler: (req) => okNullMeta(identities.present(identities.get(callerOf(req).identity.id))),
+    },
+    {
+      method: 'GET', url: '/current-identity/authenticators', operationId: 'listCurrentIdentityAuthenticators', tag: 'Current API Session',
+      summary: "List the caller's authenticators", auth: 'session', querystring: ListQuery,
+      response: { 200: listEnvelope(authenticatorResource.schemas.detail) },
+      handler: (req) => {
+        const r = authenticators.listForIdentity(callerOf(req).identity.id, listRequest(req));
+        return list(r.items.map(authenticators.present), r.page, r.filterableFields);
+      },
+    },
+    {
+      method: 'GET', url: '/current-identity/authenticators/:id', operationId: 'detailCurrentIdentityAuthenticator', tag: 'Current API Session',
+      summary: "Retrieve one of the caller's authenticators", auth: 'session', params: IdParams,
+      response: { 200: detailEnvelope(authenticatorResource.schemas.detail) },
+      handler: (req) => ok(authenticators.present(ownAuthenticator(req))),
+    },
+    ...(['patch', 'put'] as const).map(
+      (mode): RouteSpec => ({
+        method: mode === 'patch' ? 'PATCH' : 'PUT', url: '/current-identity/authenticators/:id',
+        operationId: mode === 'patch' ? 'patchCurrentIdentityAuthenticator' : 'updateCurrentIdentityAuthenticator',
+        tag: 'Current API Session', summary: "Change the caller's user name or password", auth: 'session',
+        params: IdParams, body: mode === 'patch' ? OwnAuthenticatorPatch : OwnAuthenticatorPut, response: { 200: emptyEnvelope },
+        handler: async (req) => {
+          const caller = callerOf(req);
+          await authenticators.updateOwn(caller.identity.id, (req.params as { id: string }).id, req.body as Record<string, unknown>, mode);
+          return empty();
+        },
+      }),
+    ),
+  ];
+}

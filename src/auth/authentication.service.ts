@@ -1,0 +1,142 @@
+/**
+ * Authentication as a whole: runs the method strategy, records the client's envInfo/sdkInfo, resolves the
+ * requested config types, issues the API session, and turns a `zt-session` token back into a Caller on
+ * every request. Also renders the API session read models (current and management views).
+ */
+import type { Db } from '../store/database.ts';
+import { prepare } from '../store/entity-table.ts';
+import { withTransaction } from '../store/transaction.ts';
+import { ApiError } from '../errors.ts';
+import type { Caller } from '../http/caller.ts';
+import type { IdentityService } from '../resources/identities/identity.service.ts';
+import type { ApiSessionRecord, ApiSessionService } from './api-session.service.ts';
+import type { AuthMethod, AuthRequest } from './methods/auth-method.ts';
+
+export interface AuthenticationDeps {
+  db: Db;
+  identities: IdentityService;
+  apiSessions: ApiSessionService;
+  methods: AuthMethod[];
+}
+
+/** `configTypes` on authenticate: names or ids, `all` wins, unknown entries are dropped; ids come back. */
+export function resolveConfigTypes(db: Db, requested: unknown): string[] {
+  if (!Array.isArray(requested)) return [];
+  const list = requested.filter((x): x is string => typeof x === 'string');
+  if (list.includes('all')) return ['all'];
+  const ids = new Set<string>();
+  const byIdOrName = prepare(db, 'SELECT id FROM config_types WHERE id = ? OR name = ?');
+  for (const entry of list) {
+    const row = byIdOrName.get(entry, entry) as { id: string } | undefined;
+    if (row) ids.add(row.id);
+  }
+  return [...ids];
+}
+
+const envInfoKeys = ['arch', 'os', 'osRelease', 'osVersion', 'domain', 'hostname'];
+const sdkInfoKeys = ['appId', 'appVersion', 'branch', 'revision', 'type', 'version'];
+
+/** Keeps the known string members (matched case-insensitively, as Go's JSON decoding does), non-empty only. */
+function pickInfo(value: unknown, keys: string[]): Record<string, string> | undefined {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    const key = keys.find((known) => known.toLowerCase() === k.toLowerCase());
+    if (key && typeof v === 'string' && v !== '') out[key] = v.slice(0, 255);
+  }
+  return out;
+}
+
+/** Go's time.String() rendering used by the `expires-at` header, e.g. `2026-03-10 07:30:00.123 +0000 UTC`. */
+export function goTimeString(d: Date): string {
+  const iso = d.toISOString();
+  const frac = iso.slice(20, 23).replace(/0+$/, '');
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)}${frac ? '.' + frac : ''} +0000 UTC`;
+}
+
+export function createAuthenticationService(deps: AuthenticationDeps) {
+  const { db, identities, apiSessions } = deps;
+  const methods = new Map(deps.methods.map((m) => [m.name, m]));
+
+  async function authenticate(methodName: string, req: AuthRequest) {
+    const method = methods.get(methodName);
+    if (!method) throw new ApiError('INVALID_AUTH_METHOD');
+    const outcome = await method.authenticate(req);
+    const envInfo = pickInfo(req.body.envInfo, envInfoKeys);
+    const sdkInfo = pickInfo(req.body.sdkInfo, sdkInfoKeys);
+    const configTypes = resolveConfigTypes(db, req.body.configTypes);
+    return withTransaction(db, (tx) => {
+      if (envInfo) prepare(tx.db, 'UPDATE identities SET env_info = ? WHERE id = ?').run(JSON.stringify(envInfo), outcome.identityId);
+      if (sdkInfo) prepare(tx.db, 'UPDATE identities SET sdk_info = ? WHERE id = ?').run(JSON.stringify(sdkInfo), outcome.identityId);
+      return apiSessions.create(tx, {
+        identityId: outcome.identityId,
+        authenticatorId: outcome.authenticatorId,
+        ipAddress: req.ipAddress,
+        configTypes,
+        isCertExtendable: outcome.isCertExtendable,
+        improperClientCertChain: outcome.improperClientCertChain,
+      });
+    });
+  }
+
+  function resolveCaller(token: string): Caller | undefined {
+    const apiSession = apiSessions.resolve(token);
+    if (!apiSession) return undefined;
+    const identity = identities.summary(apiSession.identityId);
+    if (!identity || identity.disabled) return undefined;
+    return {
+      identity,
+      apiSession,
+      token,
+      isPartial: apiSession.isMfaRequired && !apiSession.isMfaComplete,
+    };
+  }
+
+  function logout(caller: Caller): void {
+    withTransaction(db, (tx) => apiSessions.remove(tx, caller.apiSession.id));
+  }
+
+  /** apiSessionDetail (management view); `token` is only known to the session's own caller. */
+  function presentApiSession(s: ApiSessionRecord, token?: string): Record<string, unknown> {
+    const identityName = (prepare(db, 'SELECT name FROM identities WHERE id = ?').get(s.identityId) as { name: string } | undefined)?.name ?? '';
+    const cached = new Date(apiSessions.lastActivityMs(s)).toISOString();
+    const out: Record<string, unknown> = {
+      _links: { self: { href: `./api-sessions/${s.id}` }, sessions: { href: `./api-sessions/${s.id}/sessions` } },
+      createdAt: s.createdAt,
+      id: s.id,
+      tags: s.tags,
+      updatedAt: s.updatedAt,
+      authQueries: [],
+      authenticatorId: s.authenticatorId,
+      cachedLastActivityAt: cached,
+      cachedUpdatedAt: cached,
+      configTypes: s.configTypes,
+      identity: identities.ref('identities', s.identityId, identityName),
+      identityId: s.identityId,
+      ipAddress: s.ipAddress,
+      isCertExtendable: s.isCertExtendable,
+      isMfaComplete: s.isMfaComplete,
+      isMfaRequired: s.isMfaRequired,
+      lastActivityAt: s.lastActivityAt,
+      // Only a hash of the token is stored, so other viewers see that hash, never a usable token.
+      token: token ?? s.tokenHash,
+    };
+    if (s.isCertExtendRequested) out.isCertExtendRequested = true;
+    if (s.isCertKeyRollRequested) out.isCertKeyRollRequested = true;
+    if (s.improperClientCertChain) out.improperClientCertChain = true;
+    return out;
+  }
+
+  /** currentApiSessionDetail: the management view plus expiry, for the session's own caller. */
+  function presentCurrent(s: ApiSessionRecord, token: string): Record<string, unknown> {
+    return {
+      ...presentApiSession(s, token),
+      expirationSeconds: Math.round(apiSessions.timeoutMs / 1000),
+      expiresAt: apiSessions.expiresAt(s).toISOString(),
+    };
+  }
+
+  return { authenticate, resolveCaller, logout, presentApiSession, presentCurrent };
+}
+
+export type AuthenticationService = ReturnType<typeof createAuthenticationService>;

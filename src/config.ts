@@ -1,0 +1,91 @@
+/**
+ * Controller configuration: command-line flags win over PORTCULLIS_* environment variables, which win over
+ * defaults. One Config object is built at start and passed down; nothing else reads the environment.
+ */
+import { Command, InvalidArgumentError } from 'commander';
+import { resolve } from 'node:path';
+import { availableParallelism } from 'node:os';
+
+export interface Config {
+  dataDir: string;
+  address: string;
+  port: number;
+  advertise: string;
+  adminUser: string;
+  /** Only used when the default admin is first created; undefined means "generate one". */
+  adminPassword?: string;
+  /** Idle timeout of an API session in milliseconds (upstream default 30 minutes). */
+  apiSessionTimeoutMs: number;
+  /** Number of worker processes serving the listener. */
+  workers: number;
+  logLevel: string;
+}
+
+export const defaults = {
+  dataDir: './data',
+  address: '0.0.0.0',
+  port: 1280,
+  advertise: 'localhost',
+  adminUser: 'admin',
+  apiSessionTimeoutMs: 30 * 60 * 1000,
+  logLevel: 'info',
+} as const;
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError('must be an integer 0-65535');
+  return port;
+}
+
+function parsePositiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+}
+
+/** PORTCULLIS_API_SESSION_TIMEOUT_SECONDS: idle timeout of API sessions (default 30 minutes). */
+function sessionTimeoutMs(value: string | undefined): number {
+  if (value === undefined || value === '') return defaults.apiSessionTimeoutMs;
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds < 1) throw new InvalidArgumentError('PORTCULLIS_API_SESSION_TIMEOUT_SECONDS must be a number of seconds >= 1');
+  return Math.round(seconds * 1000);
+}
+
+/** Builds the Config from argv (without node and script) and an environment. */
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): Config {
+  const program = new Command('portcullis')
+    .description('Portcullis: zero-trust overlay network controller (OpenZiti Edge API compatible)')
+    .option('--data-dir <dir>', 'data directory (database, PKI)', env.PORTCULLIS_DATA_DIR ?? defaults.dataDir)
+    .option('--address <addr>', 'listen address', env.PORTCULLIS_ADDRESS ?? defaults.address)
+    .option('--port <n>', 'listen port', parsePort, env.PORTCULLIS_PORT ? parsePort(env.PORTCULLIS_PORT) : defaults.port)
+    .option('--advertise <host>', 'host name used in URLs, JWT issuers and the server certificate', env.PORTCULLIS_ADVERTISE ?? defaults.advertise)
+    .option('--admin-user <name>', 'default admin user name (first start only)', env.PORTCULLIS_ADMIN_USER ?? defaults.adminUser)
+    .option('--admin-password <pw>', 'default admin password (first start only; generated when absent)', env.PORTCULLIS_ADMIN_PASSWORD)
+    .option('--workers <n>', 'worker processes', parsePositiveInt, env.PORTCULLIS_WORKERS ? parsePositiveInt(env.PORTCULLIS_WORKERS) : 1)
+    .option('--log-level <level>', 'log level (fatal, error, warn, info, debug, trace, silent)', env.PORTCULLIS_LOG_LEVEL ?? defaults.logLevel)
+    .allowExcessArguments(false)
+    .exitOverride();
+  program.parse(argv, { from: 'user' });
+  const o = program.opts<{
+    dataDir: string;
+    address: string;
+    port: number;
+    advertise: string;
+    adminUser: string;
+    adminPassword?: string;
+    workers: number;
+    logLevel: string;
+  }>();
+  const sessionTimeoutEnv = env.PORTCULLIS_API_SESSION_TIMEOUT_SECONDS;
+  return {
+    dataDir: resolve(o.dataDir),
+    address: o.address,
+    port: o.port,
+    advertise: o.advertise,
+    adminUser: o.adminUser,
+    adminPassword: o.adminPassword,
+    apiSessionTimeoutMs: sessionTimeoutMs(sessionTimeoutEnv),
+    workers: Math.min(o.workers, Math.max(1, availableParallelism() * 4)),
+    logLevel: o.logLevel,
+  };
+}

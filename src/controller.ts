@@ -1,0 +1,147 @@
+/**
+ * The composition root: opens the store, loads or creates the PKI, seeds first-start records, builds every
+ * service and the HTTPS server, and stops them in the right order. The only place that wires things.
+ */
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config.ts';
+import { openDatabase, closeDatabase, type Db } from './store/database.ts';
+import { migrate } from './store/migrate.ts';
+import { loadOrCreatePki, type ControllerPki } from './pki/certificate-authority.ts';
+import { sha1Fingerprint } from './pki/fingerprint.ts';
+import { certsToPkcs7Base64 } from './pki/pkcs7.ts';
+import { ApiError } from './errors.ts';
+import { buildServer } from './http/server.ts';
+import { buildOpenApiDocument } from './http/openapi.ts';
+import { createEntityService, systemClock } from './resources/entity-service.ts';
+import { createIdentityService } from './resources/identities/identity.service.ts';
+import { createAuthenticatorService } from './resources/authenticators/authenticator.service.ts';
+import { identityTypeResource } from './resources/identity-types/identity-type.resource.ts';
+import { authPolicyResource } from './resources/auth-policies/auth-policy.resource.ts';
+import { configTypeResource } from './resources/config-types/config-type.resource.ts';
+import { createApiSessionService } from './auth/api-session.service.ts';
+import { createAuthenticationService } from './auth/authentication.service.ts';
+import { createAuthPolicyReader } from './auth/auth-policy-reader.ts';
+import { createPasswordMethod } from './auth/methods/password.ts';
+import { bootstrapRecords, controllerInstanceId, type AdminCredentials } from './system/bootstrap.ts';
+import { createSystemInfo, portcullisVersion } from './system/system-info.ts';
+import { managementApi } from './api/management.ts';
+import { clientApi } from './api/client.ts';
+import { versionRoutes, cacertsRoute } from './system/system.routes.ts';
+import type { Services } from './api/services.ts';
+import type { ApiDefinition } from './http/route.ts';
+import type { Resource } from './resources/define-resource.ts';
+
+export interface RunningController {
+  app: FastifyInstance;
+  db: Db;
+  pki: ControllerPki;
+  admin: AdminCredentials;
+  /** The port actually bound (useful with --port 0). */
+  port: number;
+  stop(): Promise<void>;
+}
+
+function plainService(resource: Resource, db: Db) {
+  const service = createEntityService(resource, db);
+  return { ...service, present: resource.presentStored };
+}
+
+function certificateInspector() {
+  return {
+    fingerprint(pem: string): string {
+      try {
+        return sha1Fingerprint(pem);
+      } catch {
+        throw new ApiError('INVALID_CERT_PEM');
+      }
+    },
+  };
+}
+
+export async function startController(config: Config): Promise<RunningController> {
+  const db = openDatabase(join(config.dataDir, 'portcullis.db'));
+  try {
+    migrate(db);
+    const pki = await loadOrCreatePki(join(config.dataDir, 'pki'), { advertise: config.advertise });
+    const admin = await bootstrapRecords(db, { username: config.adminUser, password: config.adminPassword });
+    const instanceId = controllerInstanceId(db);
+
+    const clock = systemClock;
+    const identities = createIdentityService(db, clock);
+    const authenticators = createAuthenticatorService(db, certificateInspector(), clock);
+    const apiSessions = createApiSessionService({ db, clock, timeoutMs: config.apiSessionTimeoutMs });
+    const auth = createAuthenticationService({
+      db,
+      identities,
+      apiSessions,
+      methods: [createPasswordMethod({ authenticators, identities, policies: createAuthPolicyReader(db) })],
+    });
+
+    let documents: Record<string, Record<string, unknown>> | undefined;
+    const apis: ApiDefinition[] = [];
+    const system = createSystemInfo({
+      db,
+      advertise: config.advertise,
+      port: config.port,
+      instanceId,
+      startedAt: new Date(),
+      serverCertPem: pki.serverCertPem,
+      serverCertFingerprint: pki.serverCertFingerprint,
+      caBundlePkcs7: certsToPkcs7Base64(pki.caCertPems),
+      documents: () =>
+        (documents ??= Object.fromEntries(
+          apis.map((api) => [
+            api.name === 'client' ? 'edge-client' : 'edge-management',
+            buildOpenApiDocument(api, portcullisVersion, `${config.advertise}:${config.port}`),
+          ]),
+        )),
+    });
+
+    const services: Services = {
+      db,
+      identities,
+      authenticators,
+      auth,
+      apiSessions,
+      identityTypes: plainService(identityTypeResource, db),
+      authPolicies: plainService(authPolicyResource, db),
+      configTypes: plainService(configTypeResource, db),
+      system,
+    };
+    apis.push(clientApi(services), managementApi(services));
+
+    const app = buildServer({
+      tls: { key: pki.serverKeyPem, cert: pki.serverChainPem },
+      logLevel: config.logLevel,
+      apis,
+      rootRoutes: { name: 'client', prefix: '', title: 'root', routes: [...versionRoutes(system, 'root'), cacertsRoute(system, 'root')] },
+      resolveSession: (token) => auth.resolveCaller(token),
+      instanceId,
+      serverHeader: `portcullis/${portcullisVersion}`,
+    });
+    await app.listen({ host: config.address, port: config.port });
+    apiSessions.start();
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+
+    let stopped = false;
+    return {
+      app,
+      db,
+      pki,
+      admin,
+      port,
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        await app.close();
+        apiSessions.stop();
+        closeDatabase(db);
+      },
+    };
+  } catch (err) {
+    closeDatabase(db);
+    throw err;
+  }
+}

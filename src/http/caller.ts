@@ -1,0 +1,53 @@
+/**
+ * Caller: who is making the request, resolved once per request from the `zt-session` header. Handlers
+ * and permission checks read it; nothing else carries identity through the request.
+ */
+import type { FastifyRequest } from 'fastify';
+import type { ApiSessionRecord } from '../auth/api-session.service.ts';
+import type { PeerCertificate } from 'node:tls';
+import { ApiError } from '../errors.ts';
+
+export interface CallerIdentity {
+  id: string;
+  name: string;
+  isAdmin: boolean;
+  isDefaultAdmin: boolean;
+  permissions: string[];
+  authPolicyId: string;
+}
+
+export interface Caller {
+  identity: CallerIdentity;
+  apiSession: ApiSessionRecord;
+  /** The raw session token the client sent (never stored). */
+  token: string;
+  /** Primary authentication passed but a secondary factor (MFA) is still pending. */
+  isPartial: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller?: Caller;
+  }
+}
+
+/** The caller of an authenticated route; the auth hook guarantees it is set. */
+export function callerOf(req: FastifyRequest): Caller {
+  if (!req.caller) throw new ApiError('UNAUTHORIZED');
+  return req.caller;
+}
+
+/** The client certificate chain presented on this connection, leaf first (empty when none). */
+export function peerCertificates(req: FastifyRequest): PeerCertificate[] {
+  const socket = req.raw.socket as import('node:tls').TLSSocket;
+  if (typeof socket.getPeerCertificate !== 'function') return [];
+  const chain: PeerCertificate[] = [];
+  let cert = socket.getPeerCertificate(true) as import('node:tls').DetailedPeerCertificate;
+  const seen = new Set<string>();
+  while (cert && cert.raw && !seen.has(cert.fingerprint256)) {
+    seen.add(cert.fingerprint256);
+    chain.push(cert);
+    cert = cert.issuerCertificate;
+  }
+  return chain;
+}

@@ -1,0 +1,91 @@
+/**
+ * RouteSpec: one operation of an API, declared with its schemas, its authentication mode and its
+ * permission check. The API modules list these explicitly; `mountApi` registers them on Fastify under the
+ * API's base path, and the OpenAPI generator reads the same list, so the served document can not drift
+ * from what is served.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import type { TSchema } from '@sinclair/typebox';
+import { ApiError } from '../errors.ts';
+import type { Caller } from './caller.ts';
+import { authenticateRequest, type SessionResolver } from './authenticate-request.ts';
+
+/** `public`: no session; `session`: a fully authenticated session; `partial`: also one with MFA pending. */
+export type AuthMode = 'public' | 'session' | 'partial';
+
+export interface RouteSpec {
+  method: HTTPMethods;
+  /** Path below the API base, Fastify style (`/identities/:id`). */
+  url: string;
+  operationId: string;
+  tag: string;
+  summary: string;
+  auth: AuthMode;
+  /** Permission check run after validation; a refusal answers 401 UNAUTHORIZED as upstream does. */
+  allow?: (caller: Caller) => boolean;
+  body?: TSchema;
+  querystring?: TSchema;
+  params?: TSchema;
+  headers?: TSchema;
+  /** Response body schemas by status. A `raw` entry means the handler writes its own bytes. */
+  response: Record<number, TSchema | { raw: string }>;
+  consumes?: string[];
+  produces?: string[];
+  handler: (req: FastifyRequest, reply: FastifyReply) => unknown;
+}
+
+export interface ApiDefinition {
+  name: 'client' | 'management';
+  prefix: string;
+  title: string;
+  routes: RouteSpec[];
+}
+
+function isSchema(x: TSchema | { raw: string }): x is TSchema {
+  return !('raw' in x && typeof (x as { raw: unknown }).raw === 'string' && Object.keys(x).length === 1);
+}
+
+function hasBody(req: FastifyRequest): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
+/** A body in a media type the operation does not consume answers 415, as upstream's framework does. */
+function assertContentType(req: FastifyRequest, consumes: string[]): void {
+  if (!hasBody(req)) return;
+  const type = String(req.headers['content-type'] ?? 'application/octet-stream').split(';')[0].trim().toLowerCase();
+  if (consumes.includes(type)) return;
+  throw new ApiError('COULD_NOT_VALIDATE', {
+    status: 415,
+    cause: { field: 'Content-Type', reason: `unsupported media type "${type}", only [${consumes.join(' ')}] are allowed`, value: type },
+  });
+}
+
+export function mountApi(app: FastifyInstance, api: ApiDefinition, resolveSession: SessionResolver): void {
+  for (const route of api.routes) {
+    const response: Record<number, TSchema> = {};
+    for (const [status, s] of Object.entries(route.response)) if (isSchema(s)) response[Number(status)] = s;
+    const schema = {
+      ...(route.body ? { body: route.body } : {}),
+      ...(route.querystring ? { querystring: route.querystring } : {}),
+      ...(route.params ? { params: route.params } : {}),
+      ...(route.headers ? { headers: route.headers } : {}),
+      response,
+    };
+    const consumes = route.consumes ?? ['application/json'];
+    app.route({
+      method: route.method,
+      url: api.prefix + route.url,
+      schema,
+      config: { operationId: route.operationId, api: api.name },
+      onRequest: route.auth === 'public' ? undefined : async (req) => authenticateRequest(req, resolveSession, route.auth as 'session' | 'partial'),
+      preValidation: async (req) => assertContentType(req, consumes),
+      preHandler: route.allow
+        ? async (req) => {
+            if (!req.caller || !route.allow!(req.caller)) throw new ApiError('UNAUTHORIZED');
+          }
+        : undefined,
+      handler: async (req, reply) => route.handler(req, reply),
+    });
+  }
+}

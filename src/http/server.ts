@@ -1,0 +1,157 @@
+/**
+ * The HTTPS listener: one server for both APIs, TLS 1.2+, client certificates requested but not required
+ * (the controller verifies chains itself). Also the cross-cutting wire behaviour every route shares:
+ * legacy path rewriting, JSON body parsing, CORS, 404/405 in the error envelope, and the response
+ * headers upstream sends.
+ */
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import { ApiError } from '../errors.ts';
+import { compileValidator } from './validation.ts';
+import { errorHandler, sendError } from './error-handler.ts';
+import { mountApi, type ApiDefinition } from './route.ts';
+import type { SessionResolver } from './authenticate-request.ts';
+
+export interface TlsMaterial {
+  key: string;
+  cert: string;
+}
+
+export interface ServerOptions {
+  tls: TlsMaterial;
+  logLevel: string;
+  apis: ApiDefinition[];
+  /** Routes outside the API bases (`/`, `/version`, `/.well-known/est/cacerts`). */
+  rootRoutes: ApiDefinition;
+  resolveSession: SessionResolver;
+  instanceId: string;
+  serverHeader: string;
+}
+
+const bodyLimit = 1024 * 1024;
+const clientBase = '/edge/client/v1';
+
+/**
+ * Requests that name no API are the client API's (legacy SDKs call `/authenticate`, `/services`...), and
+ * `/edge/v1/...` is the older client prefix.
+ */
+export function rewriteLegacyPath(url: string): string {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  const query = q < 0 ? '' : url.slice(q);
+  if (path === '/' || path === '/version' || path === '/.well-known/est/cacerts') return url;
+  if (path.startsWith('/edge/v1/') || path === '/edge/v1') return clientBase + path.slice('/edge/v1'.length) + query;
+  if (path.startsWith('/edge') || path.startsWith('/fabric') || path.startsWith('/.well-known')) return url;
+  return clientBase + path + query;
+}
+
+const corsAllowedHeaders = new Set(['content-type', 'accept', 'authorization', 'zt-session']);
+const corsAlwaysOk = new Set(['accept', 'accept-language', 'content-language', 'origin']);
+const corsMethods = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
+
+function canonicalHeader(name: string): string {
+  return name
+    .split('-')
+    .map((p) => (p ? p[0].toUpperCase() + p.slice(1).toLowerCase() : p))
+    .join('-');
+}
+
+/** Method → compiled path patterns, to tell 405 (known path, other method) from 404. */
+class RouteIndex {
+  private readonly patterns: Array<{ method: string; re: RegExp }> = [];
+  add(method: string | string[], url: string): void {
+    const re = new RegExp('^' + url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*') + '/?$');
+    for (const m of Array.isArray(method) ? method : [method]) if (m !== 'OPTIONS' && m !== 'HEAD') this.patterns.push({ method: m, re });
+  }
+  methodsFor(path: string): string[] {
+    return [...new Set(this.patterns.filter((p) => p.re.test(path)).map((p) => p.method))];
+  }
+}
+
+function registerCors(app: FastifyInstance): void {
+  app.options('*', async (req, reply) => {
+    const origin = req.headers.origin;
+    if (!origin) return reply.code(200).send();
+    const method = req.headers['access-control-request-method'];
+    if (!method) return reply.code(400).send();
+    const m = String(method).toUpperCase();
+    if (!corsMethods.has(m)) return reply.code(405).send();
+    const requested = String(req.headers['access-control-request-headers'] ?? '')
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean);
+    if (requested.some((h) => !corsAllowedHeaders.has(h) && !corsAlwaysOk.has(h))) return reply.code(403).send();
+    reply.header('access-control-allow-origin', '*').header('access-control-allow-credentials', 'true');
+    const nonSimple = requested.filter((h) => !corsAlwaysOk.has(h));
+    if (nonSimple.length) reply.header('access-control-allow-headers', nonSimple.map(canonicalHeader).join(','));
+    if (m === 'PUT' || m === 'PATCH' || m === 'DELETE') reply.header('access-control-allow-methods', m);
+    return reply.code(200).send();
+  });
+}
+
+function registerJsonParser(app: FastifyInstance): void {
+  app.removeContentTypeParser('application/json');
+  // An empty JSON body is "no body" (authenticate?method=cert sends none); malformed JSON is a parse error.
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (_req, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch (e) {
+      done(
+        new ApiError('COULD_NOT_PARSE_BODY', {
+          cause: { code: 'UNHANDLED', message: `parsing body body from "" failed, because ${(e as Error).message}` },
+        }),
+        undefined,
+      );
+    }
+  });
+}
+
+export function buildServer(opts: ServerOptions): FastifyInstance {
+  const app = Fastify({
+    https: {
+      key: opts.tls.key,
+      cert: opts.tls.cert,
+      requestCert: true,
+      rejectUnauthorized: false,
+      minVersion: 'TLSv1.2',
+    },
+    logger: { level: opts.logLevel, redact: ['req.headers["zt-session"]', 'req.headers.authorization'] },
+    disableRequestLogging: true,
+    bodyLimit,
+    rewriteUrl: (req) => rewriteLegacyPath(req.url ?? '/'),
+    routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: false, maxParamLength: 500 },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    ajv: undefined,
+  });
+  app.setValidatorCompiler(compileValidator);
+  app.setErrorHandler(errorHandler);
+  registerJsonParser(app);
+
+  const routes = new RouteIndex();
+  app.addHook('onRoute', (r) => routes.add(r.method, r.url));
+
+  app.addHook('onRequest', async (req: FastifyRequest, reply) => {
+    reply.header('server', opts.serverHeader).header('ziti-instance-id', opts.instanceId);
+    if (req.headers.origin) reply.header('access-control-allow-origin', '*').header('access-control-allow-credentials', 'true');
+  });
+
+  registerCors(app);
+  for (const api of [opts.rootRoutes, ...opts.apis]) mountApi(app, api, opts.resolveSession);
+
+  app.setNotFoundHandler((req, reply) => {
+    const path = (req.url ?? '/').split('?')[0];
+    const methods = routes.methodsFor(path);
+    if (methods.length > 0) {
+      return sendError(
+        reply,
+        new ApiError('METHOD_NOT_ALLOWED', {
+          cause: { code: 'UNHANDLED', message: `method ${req.method} is not allowed, but [${methods.join(',')}] are` },
+        }),
+      );
+    }
+    return sendError(reply, new ApiError('NOT_FOUND', { cause: { code: 'UNHANDLED', message: `path ${path} was not found` } }));
+  });
+  return app;
+}

@@ -1,0 +1,62 @@
+/**
+ * Management view of API sessions: list (filterable), detail and delete. Reading needs admin,
+ * `admin_readonly` or `ops.read`; deleting needs admin or `ops.delete`.
+ */
+import type { RouteSpec } from '../../http/route.ts';
+import { allowedTo } from '../../http/crud-routes.ts';
+import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
+import { detailEnvelope, empty, emptyEnvelope, list, listEnvelope, ok } from '../../http/envelope.ts';
+import type { Db } from '../../store/database.ts';
+import { prepare } from '../../store/entity-table.ts';
+import { withTransaction } from '../../store/transaction.ts';
+import { compileListQuery } from '../../query/index.ts';
+import { filterableFields } from '../../query/symbols.ts';
+import { assertFound } from '../../errors.ts';
+import { decodeApiSessionRow, type ApiSessionService } from '../../auth/api-session.service.ts';
+import type { AuthenticationService } from '../../auth/authentication.service.ts';
+import { apiSessionDetail, apiSessionSymbols } from './api-session.resource.ts';
+
+export function apiSessionRoutes(db: Db, apiSessions: ApiSessionService, auth: AuthenticationService): RouteSpec[] {
+  const tag = 'API Session';
+  return [
+    {
+      method: 'GET', url: '/api-sessions', operationId: 'listAPISessions', tag, summary: 'List API sessions',
+      auth: 'session', allow: allowedTo('ops', 'read'), querystring: ListQuery,
+      response: { 200: listEnvelope(apiSessionDetail) },
+      handler: (req) => {
+        const q = compileListQuery(apiSessionSymbols, listRequest(req));
+        const total = (prepare(db, `SELECT COUNT(*) AS n FROM api_sessions e WHERE ${q.where}`).get(...q.params) as { n: number }).n;
+        const rows = prepare(db, `SELECT e.* FROM api_sessions e WHERE ${q.where} ORDER BY ${q.orderBy} LIMIT ? OFFSET ?`).all(
+          ...q.params,
+          q.limit,
+          q.offset,
+        ) as Array<Record<string, unknown>>;
+        return list(
+          rows.map((r) => auth.presentApiSession(decodeApiSessionRow(r))),
+          { limit: q.limit, offset: q.offset, totalCount: total, unlimited: q.unlimited },
+          filterableFields(apiSessionSymbols),
+        );
+      },
+    },
+    {
+      method: 'GET', url: '/api-sessions/:id', operationId: 'detailAPISessions', tag, summary: 'Retrieve an API session',
+      auth: 'session', allow: allowedTo('ops', 'read'), params: IdParams,
+      response: { 200: detailEnvelope(apiSessionDetail) },
+      handler: (req) => {
+        const id = (req.params as { id: string }).id;
+        return ok(auth.presentApiSession(assertFound(apiSessions.get(id), 'apiSession', id)));
+      },
+    },
+    {
+      method: 'DELETE', url: '/api-sessions/:id', operationId: 'deleteAPISessions', tag, summary: 'End an API session',
+      auth: 'session', allow: allowedTo('ops', 'delete'), params: IdParams, response: { 200: emptyEnvelope },
+      handler: (req) => {
+        const id = (req.params as { id: string }).id;
+        withTransaction(db, (tx) => {
+          if (!apiSessions.remove(tx, id)) assertFound(undefined, 'apiSession', id);
+        });
+        return empty();
+      },
+    },
+  ];
+}

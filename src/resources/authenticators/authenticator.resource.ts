@@ -1,0 +1,34 @@
+/**
+ * Authenticators: how an identity proves itself (updb = username and password, cert = a client
+ * certificate). The password is write-only; only its argon2id hash is stored.
+ */
+import { Type } from '@sinclair/typebox';
+import { defineResource } from '../define-resource.ts';
+import { EntityRef, Password, Username } from '../common.schema.ts';
+
+const DateTimeNullable = Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'date-time' });
+
+export const authenticatorResource = defineResource({
+  entityType: 'authenticators',
+  singular: 'authenticator',
+  permission: 'identity',
+  table: 'authenticators',
+  names: { create: 'authenticatorCreate', update: 'authenticatorUpdate', patch: 'authenticatorPatch', detail: 'authenticatorDetail' },
+  fields: {
+    identityId: { schema: Type.String(), column: 'identity_id', create: 'required', filter: 'string' },
+    method: { schema: Type.String(), column: 'method', create: 'required', filter: 'string' },
+    certPem: { schema: Type.String(), column: 'cert_pem', create: 'optional' },
+    username: { schema: Username, column: 'username', create: 'optional', put: 'required', patch: true, filter: 'string' },
+    password: { schema: Password, read: false, create: 'optional', put: 'required', patch: true },
+    passwordHash: { schema: Type.String(), read: false, column: 'password_hash' },
+    fingerprint: { schema: Type.String(), column: 'fingerprint', filter: 'string' },
+    isIssuedByNetwork: { schema: Type.Boolean(), column: 'is_issued_by_network', kind: 'bool', filter: 'bool' },
+    isExtendRequested: { schema: Type.Boolean(), column: 'is_extend_requested', kind: 'bool', filter: 'bool' },
+    isKeyRollRequested: { schema: Type.Boolean(), column: 'is_key_roll_requested', kind: 'bool', filter: 'bool' },
+    extendRequestedAt: { schema: DateTimeNullable, column: 'extend_requested_at', kind: 'datetime' },
+    lastAuthResolvedToRoot: { schema: Type.Boolean(), column: 'last_auth_resolved_to_root', kind: 'bool' },
+    lastExtendRolledKeys: { schema: Type.Boolean(), column: 'last_extend_rolled_keys', kind: 'bool' },
+  },
+  computed: { identity: EntityRef },
+  extraSymbols: { identity: { kind: 'scalar', type: 'string', sql: 'e.identity_id' } },
+});

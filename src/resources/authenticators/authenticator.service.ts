@@ -1,0 +1,111 @@
+/**
+ * Authenticator rules: which fields each method needs, one authenticator per method per identity,
+ * password hashing before the write, and the self-service variants that require the current password.
+ */
+import type { Db } from '../../store/database.ts';
+import { prepare, type Values } from '../../store/entity-table.ts';
+import { ApiError, fieldError, notFound } from '../../errors.ts';
+import { hashPassword, verifyPassword } from '../../auth/password-hash.ts';
+import { createEntityService, systemClock, type Clock, type ListRequest } from '../entity-service.ts';
+import { authenticatorResource } from './authenticator.resource.ts';
+
+const methods = new Set(['updb', 'cert']);
+
+function checkLength(field: string, value: unknown, min: number, max: number): void {
+  if (typeof value !== 'string' || value.length < min) throw fieldError(field, `${field} in body should be at least ${min} chars long`, value);
+  if (value.length > max) throw fieldError(field, `${field} in body should be at most ${max} chars long`, value);
+}
+
+export interface CertificateInspector {
+  /** Lower-case hex SHA-1 of a PEM certificate; throws ApiError when it is not one. */
+  fingerprint(pem: string): string;
+}
+
+export function createAuthenticatorService(db: Db, certs: CertificateInspector, clock: Clock = systemClock) {
+  const entities = createEntityService(
+    authenticatorResource,
+    db,
+    {
+      beforeCreate(tx, values) {
+        if (!prepare(tx.db, 'SELECT 1 FROM identities WHERE id = ?').get(values.identityId)) {
+          throw notFound('identity', String(values.identityId));
+        }
+        const existing = prepare(tx.db, 'SELECT 1 FROM authenticators WHERE identity_id = ? AND method = ?').get(values.identityId, values.method);
+        if (existing) {
+          throw new ApiError('MAX_AUTHENTICATOR_METHODS_REACHED', {
+            cause: { code: 'UNHANDLED', message: `identity already has an authenticator of method ${String(values.method)}` },
+          });
+        }
+      },
+    },
+    clock,
+  );
+
+  async function create(body: Record<string, unknown>): Promise<string> {
+    const method = body.method;
+    if (typeof method !== 'string' || !methods.has(method)) {
+      throw fieldError('method', 'method must be one of [updb cert]', method);
+    }
+    if (method === 'updb') {
+      if (body.certPem !== undefined && body.certPem !== null) throw new ApiError('INVALID_AUTHENTICATOR_PROPERTIES');
+      checkLength('username', body.username, 4, 100);
+      checkLength('password', body.password, 5, 100);
+      const passwordHash = await hashPassword(body.password as string);
+      return entities.create({ ...body, certPem: undefined }, { passwordHash });
+    }
+    if (body.username !== undefined || body.password !== undefined) throw new ApiError('INVALID_AUTHENTICATOR_PROPERTIES');
+    if (typeof body.certPem !== 'string' || body.certPem.trim() === '') throw fieldError('certPem', 'certPem is required', body.certPem);
+    const fingerprint = certs.fingerprint(body.certPem);
+    return entities.create(body, { fingerprint, isIssuedByNetwork: false });
+  }
+
+  async function update(id: string, body: Record<string, unknown>, mode: 'put' | 'patch'): Promise<void> {
+    const existing = entities.get(id);
+    const changesCredentials = (body.username ?? body.password) !== undefined && (body.username ?? body.password) !== null;
+    if (existing.method !== 'updb' && changesCredentials) {
+      throw new ApiError('CAN_NOT_UPDATE_AUTHENTICATOR', { cause: { code: 'UNHANDLED', message: 'only updb authenticators have a username and password' } });
+    }
+    const extra: Values = {};
+    if (typeof body.password === 'string') extra.passwordHash = await hashPassword(body.password);
+    entities.update(id, body, mode, extra);
+  }
+
+  /** Self-service update: the caller must own the authenticator and prove the current password. */
+  async function updateOwn(identityId: string, id: string, body: Record<string, unknown>, mode: 'put' | 'patch'): Promise<void> {
+    const existing = entities.find(id);
+    if (!existing || existing.identityId !== identityId) throw notFound('authenticator', id);
+    if (existing.method !== 'updb') throw new ApiError('CAN_NOT_UPDATE_AUTHENTICATOR');
+    const ok = await verifyPassword(existing.passwordHash as string, String(body.currentPassword ?? ''));
+    if (!ok) {
+      throw new ApiError('UNAUTHORIZED', { cause: { field: 'currentPassword', reason: 'invalid current password', value: '' } });
+    }
+    const { currentPassword: _ignored, ...rest } = body;
+    await update(id, rest, mode);
+  }
+
+  function listForIdentity(identityId: string, req: ListRequest) {
+    return entities.list(req, { sql: 'e.identity_id = ?', params: [identityId] });
+  }
+
+  function findUpdbByUsername(username: string): Values | undefined {
+    const row = prepare(db, "SELECT id FROM authenticators WHERE method = 'updb' AND username = ?").get(username) as { id: string } | undefined;
+    return row ? entities.find(row.id) : undefined;
+  }
+
+  function present(values: Values): Record<string, unknown> {
+    const detail = authenticatorResource.presentStored(values);
+    const identity = prepare(db, 'SELECT name FROM identities WHERE id = ?').get(values.identityId) as { name: string } | undefined;
+    detail.identity = {
+      _links: { self: { href: `./identities/${String(values.identityId)}` } },
+      entity: 'identities',
+      id: values.identityId,
+      name: identity?.name ?? '',
+    };
+    for (const key of ['certPem', 'fingerprint', 'username', 'extendRequestedAt']) if (detail[key] == null) delete detail[key];
+    return detail;
+  }
+
+  return { ...entities, create, update, updateOwn, listForIdentity, findUpdbByUsername, present };
+}
+
+export type AuthenticatorService = ReturnType<typeof createAuthenticatorService>;

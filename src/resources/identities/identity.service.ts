@@ -1,0 +1,151 @@
+/**
+ * Identity rules beyond generic CRUD: the stored type is always `Default` (upstream ignores the requested
+ * type on create and refuses a change to `Router`), referenced auth policies and services must exist, the
+ * default admin can not be deleted, and the read model's computed parts (type and auth policy refs,
+ * authenticator summary, session and disable flags).
+ */
+import type { Db } from '../../store/database.ts';
+import { prepare, type Values } from '../../store/entity-table.ts';
+import type { Tx } from '../../store/transaction.ts';
+import { ApiError, fieldError, notFound } from '../../errors.ts';
+import { newShortId } from '../../ids.ts';
+import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
+import { identityResource } from './identity.resource.ts';
+import type { EntityRef } from '../common.schema.ts';
+
+export interface IdentitySummary {
+  id: string;
+  name: string;
+  isAdmin: boolean;
+  isDefaultAdmin: boolean;
+  permissions: string[];
+  authPolicyId: string;
+  disabled: boolean;
+}
+
+/** Upstream folds the legacy types User, Device and Service into Default. */
+function storedType(requested: unknown): string {
+  if (requested === 'Router') throw fieldError('type', 'may not change type to router', requested);
+  return 'Default';
+}
+
+export function isDisabledNow(disabledAt: unknown, disabledUntil: unknown, now: Date): boolean {
+  if (!disabledAt) return false;
+  return !disabledUntil || new Date(disabledUntil as string).getTime() > now.getTime();
+}
+
+function assertAuthPolicy(tx: Tx, id: unknown): void {
+  if (id === undefined) return;
+  if (!prepare(tx.db, 'SELECT 1 FROM auth_policies WHERE id = ?').get(id)) throw notFound('authPolicy', String(id));
+}
+
+/** Hosting cost/precedence maps are keyed by service id; each must name an existing service. */
+function assertServiceKeys(tx: Tx, values: Values): void {
+  const hasServices = prepare(tx.db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'services'").get();
+  for (const field of ['serviceHostingCosts', 'serviceHostingPrecedences']) {
+    const map = values[field] as Record<string, unknown> | undefined;
+    for (const serviceId of Object.keys(map ?? {})) {
+      const exists = hasServices && prepare(tx.db, 'SELECT 1 FROM services WHERE id = ?').get(serviceId);
+      if (!exists) throw notFound('service', serviceId);
+    }
+  }
+}
+
+export function createIdentityService(db: Db, clock: Clock = systemClock) {
+  const entities = createEntityService(
+    identityResource,
+    db,
+    {
+      newId: newShortId,
+      beforeCreate(tx, values) {
+        values.type = storedType(values.type);
+        assertAuthPolicy(tx, values.authPolicyId);
+        assertServiceKeys(tx, values);
+      },
+      beforeUpdate(tx, existing, changes) {
+        if (changes.type !== undefined) {
+          if (existing.type === 'Router' && changes.type !== 'Router') throw fieldError('type', 'may not change the type of a router identity', changes.type);
+          changes.type = existing.type === 'Router' ? 'Router' : storedType(changes.type);
+        }
+        if (existing.isDefaultAdmin && changes.isAdmin === false) {
+          throw new ApiError('ENTITY_CAN_NOT_BE_UPDATED', { cause: { code: 'UNHANDLED', message: 'the default admin must remain an admin' } });
+        }
+        assertAuthPolicy(tx, changes.authPolicyId);
+        assertServiceKeys(tx, changes);
+      },
+      beforeDelete(_tx, existing) {
+        if (existing.isDefaultAdmin) {
+          throw new ApiError('ENTITY_CAN_NOT_BE_DELETED', { cause: { code: 'UNHANDLED', message: 'cannot delete default admin' } });
+        }
+      },
+    },
+    clock,
+  );
+
+  function ref(entity: string, id: string, name: string): EntityRef {
+    return { _links: { self: { href: `./${entity}/${id}` } }, entity, id, name };
+  }
+
+  function authenticatorSummary(identityId: string) {
+    const rows = prepare(db, 'SELECT id, method, username, fingerprint FROM authenticators WHERE identity_id = ?').all(identityId) as Array<{
+      id: string;
+      method: string;
+      username: string | null;
+      fingerprint: string | null;
+    }>;
+    const out: Record<string, unknown> = {};
+    for (const r of rows) {
+      if (r.method === 'updb') out.updb = { id: r.id, username: r.username ?? '' };
+      else if (r.method === 'cert') out.cert = { id: r.id, fingerprint: r.fingerprint ?? '' };
+    }
+    return out;
+  }
+
+  /** The identity read model (identityDetail). */
+  function present(values: Values): Record<string, unknown> {
+    const detail = identityResource.presentStored(values);
+    const id = values.id as string;
+    const typeId = values.type as string;
+    const policyId = (values.authPolicyId as string) || 'default';
+    const policy = prepare(db, 'SELECT name FROM auth_policies WHERE id = ?').get(policyId) as { name: string } | undefined;
+    detail.type = ref('identity-types', typeId, typeId);
+    detail.typeId = typeId;
+    detail.authPolicyId = policyId;
+    detail.authPolicy = policy ? ref('auth-policies', policyId, policy.name) : null;
+    detail._links = { ...(detail._links as object), 'auth-policies': { href: `./auth-policies/${policyId}` } };
+    detail.authenticators = authenticatorSummary(id);
+    detail.enrollment = {};
+    detail.disabled = isDisabledNow(values.disabledAt, values.disabledUntil, clock.now());
+    if (values.disabledAt == null) delete detail.disabledAt;
+    if (values.disabledUntil == null) delete detail.disabledUntil;
+    detail.hasApiSession = prepare(db, 'SELECT 1 FROM api_sessions WHERE identity_id = ? LIMIT 1').get(id) !== undefined;
+    detail.hasEdgeRouterConnection = false;
+    detail.edgeRouterConnectionStatus = 'offline';
+    detail.isMfaEnabled = false;
+    detail.interfaces = null;
+    detail.roleAttributes = values.roleAttributes ?? [];
+    return detail;
+  }
+
+  /** What authentication and permission checks need, in one cheap query. */
+  function summary(id: string): IdentitySummary | undefined {
+    const row = prepare(
+      db,
+      'SELECT id, name, is_admin, is_default_admin, permissions, auth_policy_id, disabled_at, disabled_until FROM identities WHERE id = ?',
+    ).get(id) as Record<string, unknown> | undefined;
+    if (!row) return undefined;
+    return {
+      id: row.id as string,
+      name: row.name as string,
+      isAdmin: row.is_admin === 1,
+      isDefaultAdmin: row.is_default_admin === 1,
+      permissions: row.permissions ? (JSON.parse(row.permissions as string) as string[]) : [],
+      authPolicyId: row.auth_policy_id as string,
+      disabled: isDisabledNow(row.disabled_at, row.disabled_until, clock.now()),
+    };
+  }
+
+  return { ...entities, present, summary, ref };
+}
+
+export type IdentityService = ReturnType<typeof createIdentityService>;

@@ -1,0 +1,45 @@
+/**
+ * `/<entity>-role-attributes`: the distinct role attributes in use by one entity type, as a paged,
+ * filterable list of strings. The filter language applies to the attribute itself (symbol `id`).
+ */
+import { Type } from '@sinclair/typebox';
+import type { RouteSpec } from '../http/route.ts';
+import { allowedTo } from '../http/crud-routes.ts';
+import { ListQuery, listRequest } from '../http/list-params.ts';
+import { list } from '../http/envelope.ts';
+import { ListMeta } from './common.schema.ts';
+import type { PermissionResource } from '../auth/permissions.ts';
+import type { Db } from '../store/database.ts';
+import { compileListQuery } from '../query/index.ts';
+import { prepare } from '../store/entity-table.ts';
+
+export interface RoleAttributeListSpec {
+  url: string;
+  operationId: string;
+  tag: string;
+  table: string;
+  permission: PermissionResource;
+  db: Db;
+}
+
+export function listRoleAttributes(db: Db, table: string, req: ReturnType<typeof listRequest>) {
+  const symbols = { idSql: 'e.attribute', symbols: { id: { kind: 'scalar' as const, type: 'string' as const, sql: 'e.attribute' } } };
+  const q = compileListQuery(symbols, req);
+  const from = `FROM (SELECT DISTINCT attribute FROM ${table}) e WHERE ${q.where}`;
+  const total = (prepare(db, `SELECT COUNT(*) AS n ${from}`).get(...q.params) as { n: number }).n;
+  const rows = prepare(db, `SELECT e.attribute ${from} ORDER BY ${q.orderBy} LIMIT ? OFFSET ?`).all(...q.params, q.limit, q.offset) as Array<{ attribute: string }>;
+  return { items: rows.map((r) => r.attribute), page: { limit: q.limit, offset: q.offset, totalCount: total, unlimited: q.unlimited } };
+}
+
+export function roleAttributeListRoute(spec: RoleAttributeListSpec): RouteSpec {
+  return {
+    method: 'GET', url: spec.url, operationId: spec.operationId, tag: spec.tag,
+    summary: 'List the role attributes in use', auth: 'session', allow: allowedTo(spec.permission, 'read'),
+    querystring: ListQuery,
+    response: { 200: Type.Object({ data: Type.Array(Type.String()), meta: ListMeta }) },
+    handler: (req) => {
+      const r = listRoleAttributes(spec.db, spec.table, listRequest(req));
+      return list(r.items, r.page, ['id']);
+    },
+  };
+}

@@ -1,0 +1,179 @@
+/**
+ * Generic persistence for one entity table, driven by a declaration the resource hands in (the store
+ * never imports resources). Values move in and out as records keyed by wire field names; the declaration
+ * maps each to a column and a storage kind. Role attributes are written both to a JSON column (cheap
+ * reads) and to a side table (indexed filters and policy matching), always in the same transaction.
+ */
+import type { Db, Statement } from './database.ts';
+import type { Tx } from './transaction.ts';
+import { mapConstraintError } from './sqlite-errors.ts';
+
+export type ColumnKind = 'text' | 'int' | 'real' | 'bool' | 'json' | 'datetime';
+
+export interface ColumnDecl {
+  column: string;
+  kind: ColumnKind;
+}
+
+export interface AttributeTableDecl {
+  /** Wire field holding the attribute list, e.g. `roleAttributes`. */
+  field: string;
+  table: string;
+  ownerColumn: string;
+  valueColumn: string;
+}
+
+export interface EntityTableDecl {
+  table: string;
+  /** Singular name used in not-found causes, e.g. `identity`. */
+  singular: string;
+  /** Plural entity type used in unique-index causes, e.g. `identities`. */
+  entityType: string;
+  /** Wire field → column. Must not include the base fields (id, createdAt, updatedAt, tags, isSystem). */
+  columns: Record<string, ColumnDecl>;
+  attributes?: AttributeTableDecl;
+}
+
+export type Values = Record<string, unknown>;
+
+const baseColumns: Record<string, ColumnDecl> = {
+  id: { column: 'id', kind: 'text' },
+  createdAt: { column: 'created_at', kind: 'datetime' },
+  updatedAt: { column: 'updated_at', kind: 'datetime' },
+  tags: { column: 'tags', kind: 'json' },
+  isSystem: { column: 'is_system', kind: 'bool' },
+};
+
+const statementCache = new WeakMap<Db, Map<string, Statement>>();
+
+/** Prepares a statement once per connection. */
+export function prepare(db: Db, sql: string): Statement {
+  let cache = statementCache.get(db);
+  if (!cache) statementCache.set(db, (cache = new Map()));
+  let stmt = cache.get(sql);
+  if (!stmt) cache.set(sql, (stmt = db.prepare(sql)));
+  return stmt;
+}
+
+export function allColumns(decl: EntityTableDecl): Record<string, ColumnDecl> {
+  return { ...baseColumns, ...decl.columns };
+}
+
+function encode(kind: ColumnKind, value: unknown): unknown {
+  if (value === undefined || value === null) return null;
+  switch (kind) {
+    case 'bool':
+      return value ? 1 : 0;
+    case 'json':
+      return JSON.stringify(value);
+    default:
+      return value;
+  }
+}
+
+function decode(kind: ColumnKind, value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  switch (kind) {
+    case 'bool':
+      return value === 1 || value === true;
+    case 'json':
+      return JSON.parse(value as string);
+    default:
+      return value;
+  }
+}
+
+/** Turns a raw SQL row into wire-keyed values. */
+export function decodeRow(decl: EntityTableDecl, row: Record<string, unknown>): Values {
+  const out: Values = {};
+  for (const [field, c] of Object.entries(allColumns(decl))) out[field] = decode(c.kind, row[c.column]);
+  return out;
+}
+
+function normalizeAttributes(list: unknown): string[] {
+  if (!Array.isArray(list)) return [];
+  return [...new Set(list.map(String))].sort();
+}
+
+function writeAttributes(tx: Tx, decl: EntityTableDecl, id: string, list: string[]): void {
+  const a = decl.attributes!;
+  prepare(tx.db, `DELETE FROM ${a.table} WHERE ${a.ownerColumn} = ?`).run(id);
+  const insert = prepare(tx.db, `INSERT INTO ${a.table} (${a.ownerColumn}, ${a.valueColumn}) VALUES (?, ?)`);
+  for (const value of list) insert.run(id, value);
+}
+
+/** Inserts a record. `values` must carry id, createdAt and updatedAt. */
+export function insertEntity(tx: Tx, decl: EntityTableDecl, values: Values): void {
+  const cols = allColumns(decl);
+  const attrField = decl.attributes?.field;
+  const row = { ...values };
+  if (attrField) row[attrField] = normalizeAttributes(row[attrField]);
+  if (row.tags === undefined || row.tags === null) row.tags = {};
+  const fields = Object.keys(row).filter((f) => cols[f] && row[f] !== undefined);
+  const sql = `INSERT INTO ${decl.table} (${fields.map((f) => cols[f].column).join(', ')}) VALUES (${fields.map(() => '?').join(', ')})`;
+  try {
+    prepare(tx.db, sql).run(...fields.map((f) => encode(cols[f].kind, row[f])));
+  } catch (err) {
+    throw mapConstraintError(err, decl, row);
+  }
+  if (attrField) writeAttributes(tx, decl, values.id as string, row[attrField] as string[]);
+}
+
+/** Updates the given fields of a record and refreshes updatedAt; returns false when it does not exist. */
+export function updateEntity(tx: Tx, decl: EntityTableDecl, id: string, changes: Values, now: string): boolean {
+  const cols = allColumns(decl);
+  const attrField = decl.attributes?.field;
+  const row: Values = { ...changes, updatedAt: now };
+  if (attrField && attrField in row) row[attrField] = normalizeAttributes(row[attrField]);
+  if ('tags' in row && (row.tags === null || row.tags === undefined)) row.tags = {};
+  const fields = Object.keys(row).filter((f) => cols[f] && f !== 'id' && f !== 'createdAt' && row[f] !== undefined);
+  const sql = `UPDATE ${decl.table} SET ${fields.map((f) => `${cols[f].column} = ?`).join(', ')} WHERE id = ?`;
+  let changed: number;
+  try {
+    changed = prepare(tx.db, sql).run(...fields.map((f) => encode(cols[f].kind, row[f])), id).changes;
+  } catch (err) {
+    throw mapConstraintError(err, decl, row);
+  }
+  if (changed > 0 && attrField && attrField in row) writeAttributes(tx, decl, id, row[attrField] as string[]);
+  return changed > 0;
+}
+
+export function getEntity(tx: Tx, decl: EntityTableDecl, id: string): Values | undefined {
+  const row = prepare(tx.db, `SELECT * FROM ${decl.table} WHERE id = ?`).get(id) as Record<string, unknown> | undefined;
+  return row ? decodeRow(decl, row) : undefined;
+}
+
+export function deleteEntity(tx: Tx, decl: EntityTableDecl, id: string): boolean {
+  try {
+    return prepare(tx.db, `DELETE FROM ${decl.table} WHERE id = ?`).run(id).changes > 0;
+  } catch (err) {
+    throw mapConstraintError(err, decl, { id });
+  }
+}
+
+export interface PageQuery {
+  /** SQL predicate over alias `e` (already parameterized). */
+  where: string;
+  params: unknown[];
+  orderBy: string;
+  /** -1 = unlimited. */
+  limit: number;
+  offset: number;
+}
+
+/** One page plus the total number of matching rows. */
+export function listEntities(tx: Tx, decl: EntityTableDecl, q: PageQuery): { items: Values[]; totalCount: number } {
+  const from = `FROM ${decl.table} e WHERE ${q.where}`;
+  const total = (prepare(tx.db, `SELECT COUNT(*) AS n ${from}`).get(...q.params) as { n: number }).n;
+  if (q.limit === 0 || (q.offset >= total && total > 0) || total === 0) return { items: [], totalCount: total };
+  const rows = prepare(tx.db, `SELECT e.* ${from} ORDER BY ${q.orderBy} LIMIT ? OFFSET ?`).all(
+    ...q.params,
+    q.limit < 0 ? -1 : q.limit,
+    q.offset,
+  ) as Array<Record<string, unknown>>;
+  return { items: rows.map((r) => decodeRow(decl, r)), totalCount: total };
+}
+
+export function countEntities(tx: Tx, table: string): number {
+  return (prepare(tx.db, `SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
+}

@@ -1,0 +1,124 @@
+/**
+ * Informational operations: version (also at `/` and `/version` outside the API bases), capabilities,
+ * protocols, controllers, summary counts, the embedded OpenAPI documents, and the CA bundle at
+ * `/.well-known/est/cacerts`. None of these change anything.
+ */
+import { Type } from '@sinclair/typebox';
+import { stringify as toYaml } from 'yaml';
+import type { RouteSpec } from '../http/route.ts';
+import { detailEnvelope, list, listEnvelope, ok, okNullMeta } from '../http/envelope.ts';
+import { IdParams, ListQuery, listRequest } from '../http/list-params.ts';
+import { notFound } from '../errors.ts';
+import { baseEntityProperties } from '../resources/common.schema.ts';
+import type { SystemInfo } from './system-info.ts';
+
+const ApiVersion = Type.Object({ apiBaseUrls: Type.Array(Type.String()), path: Type.String() });
+export const VersionDetail = Type.Object({
+  apiVersions: Type.Record(Type.String(), Type.Record(Type.String(), ApiVersion)),
+  buildDate: Type.String(),
+  capabilities: Type.Array(Type.String()),
+  revision: Type.String(),
+  runtimeVersion: Type.String(),
+  version: Type.String(),
+});
+
+const SpecDetail = Type.Object({ ...baseEntityProperties, name: Type.String() });
+
+const ControllerDetail = Type.Object({
+  ...baseEntityProperties,
+  apiAddresses: Type.Record(Type.String(), Type.Array(Type.Object({ url: Type.String(), version: Type.String() }))),
+  certPem: Type.String(),
+  ctrlAddress: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'] })),
+  fingerprint: Type.String(),
+  isOnline: Type.Boolean(),
+  lastJoinedAt: Type.String({ format: 'date-time' }),
+  name: Type.String(),
+});
+
+const cacertsResponse = { raw: 'base64 encoded PKCS#7 bundle of the CA certificates (application/pkcs7-mime)' };
+
+/** `GET /version` (and `/`), served at the root and under each API base. */
+export function versionRoutes(info: SystemInfo, operationPrefix = ''): RouteSpec[] {
+  const versionRoute = (url: string, operationId: string): RouteSpec => ({
+    method: 'GET', url, operationId: operationPrefix + operationId, tag: 'Informational', summary: 'Version information',
+    auth: 'public', response: { 200: detailEnvelope(VersionDetail) },
+    handler: () => ok(info.version()),
+  });
+  return [versionRoute('/', 'listRoot'), versionRoute('/version', 'listVersion')];
+}
+
+export function cacertsRoute(info: SystemInfo, operationPrefix = ''): RouteSpec {
+  return {
+    method: 'GET', url: '/.well-known/est/cacerts', operationId: operationPrefix + 'listWellKnownCas', tag: 'Well Known',
+    summary: 'CA certificates that clients use to trust the controller', auth: 'public',
+    produces: ['application/pkcs7-mime'], response: { 200: cacertsResponse },
+    handler: (_req, reply) =>
+      reply.header('content-type', 'application/pkcs7-mime').header('content-transfer-encoding', 'base64').send(info.caBundlePkcs7()),
+  };
+}
+
+export function systemRoutes(info: SystemInfo, api: 'client' | 'management'): RouteSpec[] {
+  const tag = 'Informational';
+  const routes: RouteSpec[] = [
+    ...versionRoutes(info),
+    cacertsRoute(info),
+    {
+      method: 'GET', url: '/enumerated-capabilities', operationId: 'listEnumeratedCapabilities', tag, summary: 'Capabilities this controller knows',
+      auth: 'public', response: { 200: detailEnvelope(Type.Array(Type.String())) },
+      handler: () => ok(info.enumeratedCapabilities()),
+    },
+    {
+      method: 'GET', url: '/specs', operationId: 'listSpecs', tag, summary: 'The API documents this controller serves',
+      auth: 'public', response: { 200: detailEnvelope(Type.Array(SpecDetail)) },
+      handler: () => ok(info.specs()),
+    },
+    {
+      method: 'GET', url: '/specs/:id', operationId: 'detailSpec', tag, summary: 'One API document record',
+      auth: 'public', params: IdParams, response: { 200: detailEnvelope(SpecDetail) },
+      handler: (req) => {
+        const id = (req.params as { id: string }).id;
+        const spec = info.specs().find((s) => s.id === id);
+        if (!spec) throw notFound('spec', id);
+        return ok(spec);
+      },
+    },
+    {
+      method: 'GET', url: '/specs/:id/spec', operationId: 'detailSpecBody', tag, summary: 'An API document (YAML by default, JSON on request)',
+      auth: 'public', params: IdParams, produces: ['text/yaml', 'application/json'], response: { 200: { raw: 'the OpenAPI document' } },
+      handler: (req, reply) => {
+        const id = (req.params as { id: string }).id;
+        const doc = info.specDocument(id);
+        if (!doc) throw notFound('spec', id);
+        const accept = String(req.headers.accept ?? '');
+        if (accept.includes('application/json') && !accept.includes('text/yaml')) {
+          return reply.type('application/json').send(JSON.stringify(doc));
+        }
+        return reply.type('text/yaml').send(toYaml(doc));
+      },
+    },
+    {
+      method: 'GET', url: '/controllers', operationId: 'listControllers', tag, summary: 'Controllers of this network',
+      auth: 'session', querystring: ListQuery, response: { 200: listEnvelope(ControllerDetail) },
+      handler: (req) => {
+        const all = [info.controller(api)];
+        const { offset = 0, limit = 10 } = listRequest(req);
+        const page = all.slice(Math.max(0, offset), Math.max(0, offset) + (limit > 0 ? Math.min(limit, 500) : 10));
+        return list(page, { limit: limit > 0 ? Math.min(limit, 500) : 10, offset: Math.max(0, offset), totalCount: all.length });
+      },
+    },
+  ];
+  if (api === 'client') {
+    routes.push({
+      method: 'GET', url: '/protocols', operationId: 'listProtocols', tag, summary: 'Edge protocols this controller listens on',
+      auth: 'public', response: { 200: detailEnvelope(Type.Record(Type.String(), Type.Object({ address: Type.String() }))) },
+      handler: () => ok(info.protocols()),
+    });
+  } else {
+    routes.push({
+      method: 'GET', url: '/summary', operationId: 'listSummary', tag, summary: 'Record counts by type',
+      auth: 'session', response: { 200: detailEnvelope(Type.Record(Type.String(), Type.Integer()), 'null') },
+      handler: () => okNullMeta(info.summary()),
+    });
+  }
+  return routes;
+}
