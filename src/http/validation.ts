@@ -88,11 +88,19 @@ export function toValidationError(errors: ErrorObject[], data: unknown, part: Ht
   });
 }
 
+function acceptsNull(schema: object): boolean {
+  const type = (schema as { type?: unknown }).type;
+  return Array.isArray(type) && type.includes('null');
+}
+
 /** Fastify validator compiler. */
 export function compileValidator({ schema, httpPart }: { schema: object; httpPart?: string }) {
   const part = (httpPart ?? 'body') as HttpPart;
   const validate: ValidateFunction = (part === 'body' ? bodyAjv : paramAjv).compile(schema);
   return (data: unknown) => {
+    if (part === 'body' && (data === undefined || data === null) && !acceptsNull(schema)) {
+      return { error: new ApiError('COULD_NOT_VALIDATE', { cause: { field: 'body', reason: 'body in body is required', value: '' } }) };
+    }
     if (validate(data)) return { value: data };
     return { error: toValidationError(validate.errors ?? [], data, part) };
   };
