@@ -128,26 +128,59 @@ function hasTextForm(type: ScalarType | 'any'): boolean {
   return type === 'string' || type === 'int' || type === 'float' || type === 'any';
 }
 
-function isNumeric(type: ScalarType | 'any'): boolean {
+function isNumeric(type: string): boolean {
   return type === 'int' || type === 'float';
+}
+
+type NumberLiteral = Extract<Literal, { kind: 'int' | 'float' }>;
+type TextLikeLiteral = Extract<Literal, { kind: 'string' | 'int' | 'float' }>;
+
+function isNumberLiteral(literal: Literal): literal is NumberLiteral {
+  return literal.kind === 'int' || literal.kind === 'float';
+}
+
+/** Literals with a text form: strings, and numbers as their decimal text. */
+function isTextLike(literal: Literal): literal is TextLikeLiteral {
+  return literal.kind === 'string' || isNumberLiteral(literal);
+}
+
+function textValue(literal: TextLikeLiteral): Value {
+  return { family: 'text', value: literal.kind === 'string' ? literal.value : numberAsText(literal) };
+}
+
+function numberValue(literal: NumberLiteral): Value {
+  const { value } = literal;
+  // An int64 beyond 2^53 stays a bigint so the driver binds it exactly.
+  const isSafe = typeof value === 'number' || (value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER));
+  return { family: 'number', value: isSafe ? Number(value) : value };
+}
+
+/** The literal as a value of the comparison family, or undefined when upstream has no such operation. */
+function valueInFamily(family: string, literal: Literal): Value | undefined {
+  if (family === 'datetime') return literal.kind === 'datetime' ? { family: 'datetime', value: literal.value } : undefined;
+  if (isNumeric(family)) return isNumberLiteral(literal) ? numberValue(literal) : undefined;
+  if (family === 'string') return isTextLike(literal) ? textValue(literal) : undefined;
+  return undefined;
+}
+
+function compareWith(subject: Subject, op: CompareOp, value: Value, ignoreCase: boolean): Condition {
+  return quantify(subject, { kind: 'compare', source: subject.source, op, value, ignoreCase });
 }
 
 function checkCompare(subject: Subject, op: WrittenOp, literal: Literal): Condition {
   const mismatch = () => unsupported(subject, `${op} ${describeLiteral(literal)}`, literalTypeName(literal));
-  const compare = (value: Value, compareOp: CompareOp = op as CompareOp, ignoreCase = false): Condition =>
-    quantify(subject, { kind: 'compare', source: subject.source, op: compareOp, value, ignoreCase });
-
   if (literal.kind === 'null') {
+    // `= null` tests a field, a map key or a set element; a count is never absent.
     if (subject.source.kind === 'count') throw mismatch();
     const isNull: Condition = { kind: 'isNull', source: subject.source };
     return quantify(subject, op === '=' ? isNull : { kind: 'not', operand: isNull });
   }
   if (op === 'contains' || op === 'not contains') {
-    if (!hasTextForm(subject.type) || (literal.kind !== 'string' && literal.kind !== 'int' && literal.kind !== 'float')) {
-      throw mismatch();
-    }
-    return compare(textValue(literal));
+    // Upstream's shortcut: anything with a text form is searched as text.
+    if (!hasTextForm(subject.type) || !isTextLike(literal)) throw mismatch();
+    return compareWith(subject, op, textValue(literal), false);
   }
+  // Otherwise the field's type picks the family; a map value ("any") takes the literal's.
   const family = subject.type === 'any' ? literal.kind : subject.type;
   if (family === 'bool') {
     if (literal.kind !== 'bool' || (op !== '=' && op !== '!=')) throw mismatch();
@@ -156,27 +189,11 @@ function checkCompare(subject: Subject, op: WrittenOp, literal: Literal): Condit
   }
   if (op === 'icontains' || op === 'not icontains') {
     if (family !== 'string' || literal.kind !== 'string') throw mismatch();
-    return compare(textValue(literal), op === 'icontains' ? 'contains' : 'not contains', true);
+    return compareWith(subject, op === 'icontains' ? 'contains' : 'not contains', textValue(literal), true);
   }
-  if (family === 'datetime' && literal.kind === 'datetime') return compare({ family: 'datetime', value: literal.value });
-  if (isNumeric(family) && (literal.kind === 'int' || literal.kind === 'float')) return compare(numberValue(literal));
-  if (family === 'string' && (literal.kind === 'string' || literal.kind === 'int' || literal.kind === 'float')) {
-    return compare(textValue(literal));
-  }
-  throw mismatch();
-}
-
-function textValue(literal: Literal & { kind: 'string' | 'int' | 'float' }): Value {
-  return { family: 'text', value: literal.kind === 'string' ? literal.value : numberAsText(literal) };
-}
-
-function numberValue(literal: Literal & { kind: 'int' | 'float' }): Value {
-  // int64 beyond 2^53 stays a bigint so the driver binds it exactly.
-  const { value } = literal;
-  if (typeof value === 'bigint' && value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)) {
-    return { family: 'number', value: Number(value) };
-  }
-  return { family: 'number', value };
+  const value = valueInFamily(family, literal);
+  if (!value) throw mismatch();
+  return compareWith(subject, op, value, false);
 }
 
 function checkIn(subject: Subject, array: ArrayLiteral): Condition {
@@ -188,8 +205,8 @@ function checkIn(subject: Subject, array: ArrayLiteral): Condition {
   }
   if (array.kind === 'numbers' && (isNumeric(type) || type === 'any')) return build(array.values.map(numberValue));
   if (array.kind !== 'datetimes' && hasTextForm(type)) {
-    const values: Literal[] = array.values;
-    return build(values.map((v) => textValue(v as Literal & { kind: 'string' | 'int' | 'float' })));
+    const values: TextLikeLiteral[] = array.values;
+    return build(values.map(textValue));
   }
   throw unsupported(subject, `in ${describeArray(array)}`, 'other');
 }
@@ -201,8 +218,7 @@ function checkBetween(subject: Subject, lower: Literal, upper: Literal): Conditi
   if (lower.kind === 'datetime' && upper.kind === 'datetime' && (type === 'datetime' || type === 'any')) {
     return build({ family: 'datetime', value: lower.value }, { family: 'datetime', value: upper.value });
   }
-  const isNumber = (l: Literal): l is Literal & { kind: 'int' | 'float' } => l.kind === 'int' || l.kind === 'float';
-  if (isNumber(lower) && isNumber(upper) && (isNumeric(type) || type === 'any')) {
+  if (isNumberLiteral(lower) && isNumberLiteral(upper) && (isNumeric(type) || type === 'any')) {
     return build(numberValue(lower), numberValue(upper));
   }
   const operation = `between ${describeLiteral(lower)} and ${describeLiteral(upper)}`;

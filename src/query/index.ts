@@ -26,7 +26,11 @@ export interface ListParams {
 }
 
 export interface CompiledQuery {
-  /** Boolean SQL for `WHERE` (without the keyword); `?` placeholders bound from `params` in order. */
+  /**
+   * Condition for `WHERE` (without the keyword); `?` placeholders bound from `params` in order. It may be
+   * NULL for a row that does not match (keeps plain comparisons index-friendly): AND it with other
+   * conditions freely, but never negate it.
+   */
   where: string;
   params: unknown[];
   /** SQL after `ORDER BY` (without the keyword); always ends with the id so paging is stable. */

@@ -101,30 +101,49 @@ function matchAt(input: string, offset: number): { kind: TokenKind; text: string
   return best;
 }
 
-/** Splits the whole input into tokens, ending with an EOF token. Never throws. */
-export function tokenize(input: string): Token[] {
-  const tokens: Token[] = [];
-  let offset = 0;
-  let line = 1;
-  let column = 0;
-  while (offset < input.length) {
+/**
+ * Tokens on demand: the parser stops at the first error, so text after it is never lexed (which also keeps
+ * pathological inputs such as thousands of zeros from costing more than their first few tokens).
+ */
+export class Lexer {
+  private readonly tokens: Token[] = [];
+  private offset = 0;
+  private line = 1;
+  private column = 0;
+
+  constructor(private readonly input: string) {}
+
+  /** The token at `index`; the EOF token for any index at or past the end. Never throws. */
+  at(index: number): Token {
+    while (this.tokens.length <= index && this.tokens.at(-1)?.kind !== 'EOF') this.tokens.push(this.lexNext());
+    return this.tokens[Math.min(index, this.tokens.length - 1)];
+  }
+
+  private lexNext(): Token {
+    const { input, offset, line, column } = this;
+    if (offset >= input.length) return { kind: 'EOF', text: '<EOF>', line, column };
     const match = matchAt(input, offset) ?? {
       kind: 'UNKNOWN' as const,
       text: String.fromCodePoint(input.codePointAt(offset) ?? 0),
     };
-    tokens.push({ kind: match.kind, text: match.text, line, column });
-    offset += match.text.length;
+    this.offset += match.text.length;
     // Whitespace inside `not contains` or `datetime( ... )` may hold newlines too, so scan every token.
     for (const char of match.text) {
       if (char === '\n') {
-        line += 1;
-        column = 0;
+        this.line += 1;
+        this.column = 0;
       } else {
-        column += 1;
+        this.column += 1;
       }
     }
+    return { kind: match.kind, text: match.text, line, column };
   }
-  tokens.push({ kind: 'EOF', text: '<EOF>', line, column });
-  return tokens;
 }
 
+/** Every token of the input, ending with EOF. */
+export function tokenize(input: string): Token[] {
+  const lexer = new Lexer(input);
+  const tokens: Token[] = [];
+  for (let i = 0; tokens.at(-1)?.kind !== 'EOF'; i += 1) tokens.push(lexer.at(i));
+  return tokens;
+}

@@ -13,7 +13,7 @@ import type {
   SortField, StringLiteral,
 } from './ast.ts';
 import { parseDatetimeLiteral, type DatetimeValue } from './datetime.ts';
-import { syntaxError, tokenize, type Token, type TokenKind } from './lexer.ts';
+import { Lexer, syntaxError, type Token, type TokenKind } from './lexer.ts';
 import { decodeNumber, unescapeString, type DecodedNumber } from './literals.ts';
 
 /** Longer than any URL a client can send; bounds the work one request can ask for. */
@@ -36,7 +36,7 @@ export function parseFilter(text: string): Query {
   if (text.length > MAX_FILTER_LENGTH) {
     throw invalidFilter(`filter is longer than ${MAX_FILTER_LENGTH} characters`);
   }
-  return new Parser(tokenize(text)).parseStart();
+  return new Parser(new Lexer(text)).parseStart();
 }
 
 function positionOf(token: Token): Position {
@@ -53,7 +53,7 @@ class Parser {
   /** The first literal-decoding error, raised once the whole text has parsed. */
   private deferred: Error | undefined;
 
-  constructor(private readonly tokens: Token[]) {}
+  constructor(private readonly lexer: Lexer) {}
 
   parseStart(): Query {
     this.skipWs();
@@ -67,11 +67,11 @@ class Parser {
   // ---- token helpers -------------------------------------------------------------------------------
 
   private peek(): Token {
-    return this.tokens[this.index];
+    return this.lexer.at(this.index);
   }
 
   private next(): Token {
-    const token = this.tokens[this.index];
+    const token = this.lexer.at(this.index);
     if (token.kind !== 'EOF') this.index += 1;
     return token;
   }
@@ -97,8 +97,8 @@ class Parser {
   /** The first token after any whitespace, and how much whitespace precedes it; consumes nothing. */
   private lookPastWs(): { token: Token; ws: number } {
     let i = this.index;
-    while (this.tokens[i].kind === 'WS') i += 1;
-    return { token: this.tokens[i], ws: i - this.index };
+    while (this.lexer.at(i).kind === 'WS') i += 1;
+    return { token: this.lexer.at(i), ws: i - this.index };
   }
 
   /** For `(WS+ X)?`: consumes the whitespace only when at least one WS is followed by one of `kinds`. */

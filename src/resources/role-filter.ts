@@ -1,10 +1,10 @@
 /**
- * `roleFilter` / `roleSemantic` on list operations: pre-selects records by role attribute (`#attr`),
- * id (`@id`) or `#all`, combined with AllOf (every role matches) or AnyOf (at least one), as SQL over
- * the resource's attribute side table.
+ * `roleFilter` / `roleSemantic` on list operations: the records whose role attributes match the `#`
+ * roles (every one under AllOf, the default; at least one under AnyOf), unioned with the records named by
+ * `@id` roles. As upstream, `#all` here is not special: it means "has the attribute named all".
  */
 import { fieldError } from '../errors.ts';
-import { parseRoleRef, parseSemantic } from '../policy/role-ref.ts';
+import { parseSemantic } from '../policy/role-ref.ts';
 
 interface AttributeTable {
   table: string;
@@ -15,20 +15,23 @@ interface AttributeTable {
 export function roleFilterSql(attrs: AttributeTable, roles: string[], semantic: string | undefined): { sql: string; params: unknown[] } {
   const sem = parseSemantic(semantic);
   if (!sem) throw fieldError('semantic', `invalid semantic ${semantic ?? ''}`, semantic);
+  const ids: string[] = [];
+  const attributes: string[] = [];
+  for (const role of roles) {
+    if (role.length > 1 && role[0] === '@') ids.push(role.slice(1));
+    else if (role.length > 1 && role[0] === '#') attributes.push(role.slice(1));
+    else throw fieldError('roleFilter', `invalid role ${role}: roles must start with # or @`, role);
+  }
   const parts: string[] = [];
   const params: unknown[] = [];
-  for (const role of roles) {
-    const ref = parseRoleRef(role);
-    if (!ref) throw fieldError('roleFilter', `invalid role ${role}: roles must start with # or @`, role);
-    if (ref.kind === 'all') parts.push('1 = 1');
-    else if (ref.kind === 'id') {
-      parts.push('e.id = ?');
-      params.push(ref.id);
-    } else {
-      parts.push(`EXISTS (SELECT 1 FROM ${attrs.table} ra WHERE ra.${attrs.ownerColumn} = e.id AND ra.${attrs.valueColumn} = ?)`);
-      params.push(ref.name);
-    }
+  if (ids.length > 0) {
+    parts.push(`e.id IN (${ids.map(() => '?').join(', ')})`);
+    params.push(...ids);
   }
-  if (parts.length === 0) return { sql: '1 = 1', params };
-  return { sql: parts.map((p) => `(${p})`).join(sem === 'AllOf' ? ' AND ' : ' OR '), params };
+  if (attributes.length > 0) {
+    const has = `EXISTS (SELECT 1 FROM ${attrs.table} ra WHERE ra.${attrs.ownerColumn} = e.id AND ra.${attrs.valueColumn} = ?)`;
+    parts.push(`(${attributes.map(() => has).join(sem === 'AllOf' ? ' AND ' : ' OR ')})`);
+    params.push(...attributes);
+  }
+  return { sql: parts.length ? parts.join(' OR ') : '1 = 1', params };
 }
