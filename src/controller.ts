@@ -8,9 +8,8 @@ import type { Config } from './config.ts';
 import { openDatabase, closeDatabase, type Db } from './store/database.ts';
 import { migrate } from './store/migrate.ts';
 import { loadOrCreatePki, type ControllerPki } from './pki/certificate-authority.ts';
-import { sha1Fingerprint } from './pki/fingerprint.ts';
+import { verifiedCertificateFingerprint } from './pki/fingerprint.ts';
 import { certsToPkcs7Base64 } from './pki/pkcs7.ts';
-import { ApiError } from './errors.ts';
 import { buildServer } from './http/server.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
 import { createEntityService, systemClock } from './resources/entity-service.ts';
@@ -48,15 +47,7 @@ function plainService(resource: Resource, db: Db) {
 }
 
 function certificateInspector() {
-  return {
-    fingerprint(pem: string): string {
-      try {
-        return sha1Fingerprint(pem);
-      } catch {
-        throw new ApiError('INVALID_CERT_PEM');
-      }
-    },
-  };
+  return { fingerprint: verifiedCertificateFingerprint };
 }
 
 export async function startController(config: Config): Promise<RunningController> {

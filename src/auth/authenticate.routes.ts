@@ -36,10 +36,10 @@ const AuthenticateBody = Type.Unsafe<Record<string, unknown> | undefined>({
 
 const OwnAuthenticatorPatch = Type.Object({
   currentPassword: Password,
-  password: Nullable(Password),
-  username: Nullable(Username),
-  tags: TagsNullable,
-}, { required: ['currentPassword'] });
+  password: Type.Optional(Nullable(Password)),
+  username: Type.Optional(Nullable(Username)),
+  tags: Type.Optional(TagsNullable),
+});
 const OwnAuthenticatorPut = Type.Object({
   currentPassword: Password,
   password: Password,
@@ -108,7 +108,12 @@ export function authenticationRoutes(deps: {
       method: 'GET', url: '/current-identity', operationId: 'getCurrentIdentity', tag: 'Current Identity',
       summary: 'The identity of the caller', auth: 'session',
       response: { 200: detailEnvelope(identityResource.schemas.detail, 'null') },
-      handler: (req) => okNullMeta(identities.present(identities.get(callerOf(req).identity.id))),
+      handler: (req) => {
+        const detail = identities.present(identities.get(callerOf(req).identity.id));
+        // The caller's own identity links to the caller-relative paths, not to ./identities/<id>.
+        detail._links = { self: { href: './current-identity' }, mfa: { href: './current-identity/mfa' } };
+        return okNullMeta(detail);
+      },
     },
     {
       method: 'GET', url: '/current-identity/authenticators', operationId: 'listCurrentIdentityAuthenticators', tag: 'Current API Session',

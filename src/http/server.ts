@@ -88,12 +88,34 @@ function registerCors(app: FastifyInstance): void {
   });
 }
 
+const maxJsonDepth = 64;
+
+/** True when brackets outside strings nest deeper than `max`: deep documents would exhaust validator stacks. */
+export function nestingDepthExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 || c === 123) {
+      if (++depth > max) return true;
+    } else if (c === 93 || c === 125) depth--;
+  }
+  return false;
+}
+
 function registerJsonParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   // An empty JSON body is "no body" (authenticate?method=cert sends none); malformed JSON is a parse error.
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (_req, body, done) => {
     const text = body as string;
     if (text.trim() === '') return done(null, undefined);
+    if (nestingDepthExceeds(text, maxJsonDepth)) {
+      return done(new ApiError('COULD_NOT_PARSE_BODY', { cause: { code: 'UNHANDLED', message: `JSON nesting deeper than ${maxJsonDepth}` } }), undefined);
+    }
     try {
       done(null, JSON.parse(text));
     } catch (e) {

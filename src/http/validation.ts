@@ -70,6 +70,7 @@ function reasonFor(err: ErrorObject, field: string, where: string, value: unknow
     case 'format':
       return `${label} in ${where} must be of type ${String(p.format)}: ${JSON.stringify(formatCauseValue(value))}`;
     case 'pattern':
+      if (where === 'query') return `${label} in query must be of type int64: ${JSON.stringify(formatCauseValue(value))}`;
       return `${label} in ${where} should match '${String(p.pattern)}'`;
     default:
       return `${label} in ${where} ${err.message ?? 'is invalid'}`;

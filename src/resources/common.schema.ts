@@ -10,7 +10,9 @@ export function Nullable<T extends TSchema>(schema: T): TUnsafe<Static<T> | null
   const type = (schema as { type?: string | string[] }).type;
   if (typeof type !== 'string') throw new Error('Nullable() needs a schema with a single type');
   const { [Symbol.for('TypeBox.Kind')]: _kind, ...rest } = schema as Record<string | symbol, unknown>;
-  return Type.Unsafe<Static<T> | null>({ ...rest, type: [type, 'null'] });
+  const nullable: Record<string, unknown> = { ...rest, type: [type, 'null'] };
+  if (Array.isArray(rest.enum)) nullable.enum = [...rest.enum, null];
+  return Type.Unsafe<Static<T> | null>(nullable);
 }
 
 /** Tag values are null, string or boolean (seeds §2.2). */

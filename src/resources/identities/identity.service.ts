@@ -58,7 +58,8 @@ export function createIdentityService(db: Db, clock: Clock = systemClock) {
     {
       newId: newShortId,
       beforeCreate(tx, values) {
-        values.type = storedType(values.type);
+        // Upstream ignores the requested type on create: every REST-created identity is Default.
+        values.type = 'Default';
         assertAuthPolicy(tx, values.authPolicyId);
         assertServiceKeys(tx, values);
       },
