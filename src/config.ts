@@ -4,7 +4,6 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { resolve } from 'node:path';
-import { availableParallelism } from 'node:os';
 
 export interface Config {
   dataDir: string;
@@ -16,8 +15,6 @@ export interface Config {
   adminPassword?: string;
   /** Idle timeout of an API session in milliseconds (upstream default 30 minutes). */
   apiSessionTimeoutMs: number;
-  /** Number of worker processes serving the listener. */
-  workers: number;
   logLevel: string;
 }
 
@@ -35,12 +32,6 @@ function parsePort(value: string): number {
   const port = Number(value);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError('must be an integer 0-65535');
   return port;
-}
-
-function parsePositiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
-  return n;
 }
 
 /** PORTCULLIS_API_SESSION_TIMEOUT_SECONDS: idle timeout of API sessions (default 30 minutes). */
@@ -61,31 +52,11 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     .option('--advertise <host>', 'host name used in URLs, JWT issuers and the server certificate', env.PORTCULLIS_ADVERTISE ?? defaults.advertise)
     .option('--admin-user <name>', 'default admin user name (first start only)', env.PORTCULLIS_ADMIN_USER ?? defaults.adminUser)
     .option('--admin-password <pw>', 'default admin password (first start only; generated when absent)', env.PORTCULLIS_ADMIN_PASSWORD)
-    .option('--workers <n>', 'worker processes', parsePositiveInt, env.PORTCULLIS_WORKERS ? parsePositiveInt(env.PORTCULLIS_WORKERS) : 1)
     .option('--log-level <level>', 'log level (fatal, error, warn, info, debug, trace, silent)', env.PORTCULLIS_LOG_LEVEL ?? defaults.logLevel)
     .allowExcessArguments(false)
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const o = program.opts<{
-    dataDir: string;
-    address: string;
-    port: number;
-    advertise: string;
-    adminUser: string;
-    adminPassword?: string;
-    workers: number;
-    logLevel: string;
-  }>();
-  const sessionTimeoutEnv = env.PORTCULLIS_API_SESSION_TIMEOUT_SECONDS;
-  return {
-    dataDir: resolve(o.dataDir),
-    address: o.address,
-    port: o.port,
-    advertise: o.advertise,
-    adminUser: o.adminUser,
-    adminPassword: o.adminPassword,
-    apiSessionTimeoutMs: sessionTimeoutMs(sessionTimeoutEnv),
-    workers: Math.min(o.workers, Math.max(1, availableParallelism() * 4)),
-    logLevel: o.logLevel,
-  };
+  const o = program.opts<Omit<Config, 'apiSessionTimeoutMs'>>();
+  return { ...o, dataDir: resolve(o.dataDir), apiSessionTimeoutMs: sessionTimeoutMs(env.PORTCULLIS_API_SESSION_TIMEOUT_SECONDS) };
 }
+

@@ -23,7 +23,8 @@ import { createAuthenticationService } from './auth/authentication.service.ts';
 import { createAuthPolicyReader } from './auth/auth-policy-reader.ts';
 import { createPasswordMethod } from './auth/methods/password.ts';
 import { bootstrapRecords, controllerInstanceId, type AdminCredentials } from './system/bootstrap.ts';
-import { createSystemInfo, portcullisVersion } from './system/system-info.ts';
+import { advertisedBaseUrl, clientPath, createSystemInfo, managementPath, portcullisVersion } from './system/system-info.ts';
+import { createControllerService } from './resources/controllers/controller.service.ts';
 import { managementApi } from './api/management.ts';
 import { clientApi } from './api/client.ts';
 import { versionRoutes, cacertsRoute } from './system/system.routes.ts';
@@ -75,10 +76,7 @@ export async function startController(config: Config): Promise<RunningController
       db,
       advertise: config.advertise,
       port: config.port,
-      instanceId,
       startedAt: new Date(),
-      serverCertPem: pki.serverCertPem,
-      serverCertFingerprint: pki.serverCertFingerprint,
       caBundlePkcs7: certsToPkcs7Base64(pki.caCertPems),
       documents: () =>
         (documents ??= Object.fromEntries(
@@ -87,6 +85,18 @@ export async function startController(config: Config): Promise<RunningController
             buildOpenApiDocument(api, portcullisVersion, `${config.advertise}:${config.port}`),
           ]),
         )),
+    });
+
+    const controllers = createControllerService(db);
+    const base = advertisedBaseUrl(config.advertise, config.port);
+    controllers.register({
+      id: instanceId,
+      certPem: pki.serverCertPem,
+      fingerprint: pki.serverCertFingerprint,
+      apiAddresses: {
+        'edge-client': [{ url: base + clientPath, version: 'v1' }],
+        'edge-management': [{ url: base + managementPath, version: 'v1' }],
+      },
     });
 
     const services: Services = {
@@ -98,6 +108,7 @@ export async function startController(config: Config): Promise<RunningController
       identityTypes: plainService(identityTypeResource, db),
       authPolicies: plainService(authPolicyResource, db),
       configTypes: plainService(configTypeResource, db),
+      controllers,
       system,
     };
     apis.push(clientApi(services), managementApi(services));
@@ -128,6 +139,7 @@ export async function startController(config: Config): Promise<RunningController
         stopped = true;
         await app.close();
         apiSessions.stop();
+        controllers.markOffline(instanceId);
         closeDatabase(db);
       },
     };

@@ -12,6 +12,7 @@ import { openDatabase, closeDatabase } from '../../src/store/database.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { bootstrapRecords } from '../../src/system/bootstrap.ts';
 import { createIdentityService } from '../../src/resources/identities/identity.service.ts';
+import { mulberry32 } from '../../test/support/prng.ts';
 
 export const BENCH_ADMIN_PASSWORD = 'bench-admin-password';
 export const SEED = 0x5eed_2025;
@@ -25,18 +26,6 @@ export interface DatasetInfo {
   /** Milliseconds the load took (when reused: as recorded when it was generated). */
   loadMs: number;
   reused: boolean;
-}
-
-/** mulberry32: small, fast, deterministic 32-bit PRNG returning floats in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Fixed spread of the primary role attribute (cumulative weights): eng 40%, sales 30%, ops 20%, dev 10%. */

@@ -11,6 +11,6 @@ export function clientApi(s: Services): ApiDefinition {
     name: 'client',
     prefix: '/edge/client/v1',
     title: 'Portcullis Edge Client API',
-    routes: [...systemRoutes(s.system, 'client'), ...authenticationRoutes(s)],
+    routes: [...systemRoutes(s.system, s.controllers, 'client'), ...authenticationRoutes(s)],
   };
 }

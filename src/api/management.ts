@@ -19,7 +19,7 @@ export function managementApi(s: Services): ApiDefinition {
     prefix: '/edge/management/v1',
     title: 'Portcullis Edge Management API',
     routes: [
-      ...systemRoutes(s.system, 'management'),
+      ...systemRoutes(s.system, s.controllers, 'management'),
       ...authenticationRoutes(s),
       ...identityRoutes(s.db, s.identities, s.authenticators),
       ...crudRoutes(identityTypeResource, s.identityTypes, { tag: 'Identity', operations: ['list', 'detail'] }),

@@ -8,6 +8,7 @@ import type { AuthenticationService } from '../auth/authentication.service.ts';
 import type { ApiSessionService } from '../auth/api-session.service.ts';
 import type { EntityService } from '../resources/entity-service.ts';
 import type { SystemInfo } from '../system/system-info.ts';
+import type { ControllerService } from '../resources/controllers/controller.service.ts';
 
 export interface Services {
   db: Db;
@@ -18,5 +19,6 @@ export interface Services {
   identityTypes: EntityService & { present: (v: Record<string, unknown>) => Record<string, unknown> };
   authPolicies: EntityService & { present: (v: Record<string, unknown>) => Record<string, unknown> };
   configTypes: EntityService & { present: (v: Record<string, unknown>) => Record<string, unknown> };
+  controllers: ControllerService;
   system: SystemInfo;
 }

@@ -4,20 +4,12 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { ApiSessionRecord } from '../auth/api-session.service.ts';
+import type { IdentitySummary } from '../resources/identities/identity.service.ts';
 import type { PeerCertificate } from 'node:tls';
 import { ApiError } from '../errors.ts';
 
-export interface CallerIdentity {
-  id: string;
-  name: string;
-  isAdmin: boolean;
-  isDefaultAdmin: boolean;
-  permissions: string[];
-  authPolicyId: string;
-}
-
 export interface Caller {
-  identity: CallerIdentity;
+  identity: IdentitySummary;
   apiSession: ApiSessionRecord;
   /** The raw session token the client sent (never stored). */
   token: string;

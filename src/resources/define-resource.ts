@@ -95,14 +95,19 @@ function detailSchema(spec: ResourceSpec): TSchema {
   return Type.Unsafe({ type: 'object', properties: ordered, required: ['id', 'createdAt', 'updatedAt', '_links', 'tags'] });
 }
 
-function symbolTable(spec: ResourceSpec): SymbolTable {
-  const symbols: Record<string, FieldSymbol> = {
+/** The filter symbols every stored record has (upstream's public base fields). */
+export function baseSymbols(): Record<string, FieldSymbol> {
+  return {
     id: { kind: 'scalar', type: 'string', sql: 'e.id' },
     createdAt: { kind: 'scalar', type: 'datetime', sql: 'e.created_at' },
     updatedAt: { kind: 'scalar', type: 'datetime', sql: 'e.updated_at' },
     tags: { kind: 'map', sql: 'e.tags' },
     isSystem: { kind: 'scalar', type: 'bool', sql: 'e.is_system' },
   };
+}
+
+function symbolTable(spec: ResourceSpec): SymbolTable {
+  const symbols = baseSymbols();
   for (const [name, f] of Object.entries(spec.fields)) {
     if (f.filter && f.column) symbols[name] = { kind: 'scalar', type: f.filter, sql: `e.${f.column}`, sortable: f.sortable ?? true };
   }

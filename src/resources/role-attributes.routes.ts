@@ -11,7 +11,7 @@ import { ListMeta } from './common.schema.ts';
 import type { PermissionResource } from '../auth/permissions.ts';
 import type { Db } from '../store/database.ts';
 import { compileListQuery } from '../query/index.ts';
-import { prepare } from '../store/entity-table.ts';
+import { selectPage } from '../store/entity-table.ts';
 
 export interface RoleAttributeListSpec {
   url: string;
@@ -25,10 +25,8 @@ export interface RoleAttributeListSpec {
 export function listRoleAttributes(db: Db, table: string, req: ReturnType<typeof listRequest>) {
   const symbols = { idSql: 'e.attribute', symbols: { id: { kind: 'scalar' as const, type: 'string' as const, sql: 'e.attribute' } } };
   const q = compileListQuery(symbols, req);
-  const from = `FROM (SELECT DISTINCT attribute FROM ${table}) e WHERE ${q.where}`;
-  const total = (prepare(db, `SELECT COUNT(*) AS n ${from}`).get(...q.params) as { n: number }).n;
-  const rows = prepare(db, `SELECT e.attribute ${from} ORDER BY ${q.orderBy} LIMIT ? OFFSET ?`).all(...q.params, q.limit, q.offset) as Array<{ attribute: string }>;
-  return { items: rows.map((r) => r.attribute), page: { limit: q.limit, offset: q.offset, totalCount: total, unlimited: q.unlimited } };
+  const { rows, totalCount } = selectPage(db, `(SELECT DISTINCT attribute FROM ${table})`, q);
+  return { items: rows.map((r) => r.attribute as string), page: { limit: q.limit, offset: q.offset, totalCount, unlimited: q.unlimited } };
 }
 
 export function roleAttributeListRoute(spec: RoleAttributeListSpec): RouteSpec {

@@ -161,19 +161,21 @@ export interface PageQuery {
   offset: number;
 }
 
-/** One page plus the total number of matching rows. */
-export function listEntities(tx: Tx, decl: EntityTableDecl, q: PageQuery): { items: Values[]; totalCount: number } {
-  const from = `FROM ${decl.table} e WHERE ${q.where}`;
-  const total = (prepare(tx.db, `SELECT COUNT(*) AS n ${from}`).get(...q.params) as { n: number }).n;
-  if (q.limit === 0 || (q.offset >= total && total > 0) || total === 0) return { items: [], totalCount: total };
-  const rows = prepare(tx.db, `SELECT e.* ${from} ORDER BY ${q.orderBy} LIMIT ? OFFSET ?`).all(
+/** One page of rows from `source` (a table, or a sub-select) under alias `e`, plus the total count. */
+export function selectPage(db: Db, source: string, q: PageQuery): { rows: Array<Record<string, unknown>>; totalCount: number } {
+  const from = `FROM ${source} e WHERE ${q.where}`;
+  const totalCount = (prepare(db, `SELECT COUNT(*) AS n ${from}`).get(...q.params) as { n: number }).n;
+  if (q.limit === 0 || q.offset >= totalCount) return { rows: [], totalCount };
+  const rows = prepare(db, `SELECT e.* ${from} ORDER BY ${q.orderBy} LIMIT ? OFFSET ?`).all(
     ...q.params,
     q.limit < 0 ? -1 : q.limit,
     q.offset,
   ) as Array<Record<string, unknown>>;
-  return { items: rows.map((r) => decodeRow(decl, r)), totalCount: total };
+  return { rows, totalCount };
 }
 
-export function countEntities(tx: Tx, table: string): number {
-  return (prepare(tx.db, `SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
+/** One page of decoded records plus the total number of matching rows. */
+export function listEntities(tx: Tx, decl: EntityTableDecl, q: PageQuery): { items: Values[]; totalCount: number } {
+  const { rows, totalCount } = selectPage(tx.db, decl.table, q);
+  return { items: rows.map((r) => decodeRow(decl, r)), totalCount };
 }

@@ -12,33 +12,34 @@ export interface SystemInfoSources {
   db: Db;
   advertise: string;
   port: number;
-  instanceId: string;
   startedAt: Date;
-  serverCertPem: string;
-  serverCertFingerprint: string;
   caBundlePkcs7: string;
   /** The OpenAPI documents by spec id (`edge-client`, `edge-management`), built lazily. */
   documents: () => Record<string, Record<string, unknown>>;
 }
 
-/** Tables counted by `/summary`, under upstream's keys. */
+/** Record types counted by `/summary`, under upstream's keys, with their tables. */
 const summaryTables: Record<string, string> = {
   apiSessions: 'api_sessions',
   authPolicies: 'auth_policies',
   authenticators: 'authenticators',
   configTypes: 'config_types',
+  controllers: 'controllers',
   identities: 'identities',
   identityTypes: 'identity_types',
 };
 
-function hasTable(db: Db, name: string): boolean {
-  return prepare(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
+export const clientPath = '/edge/client/v1';
+export const managementPath = '/edge/management/v1';
+
+/** `https://<advertised host>:<port>`, with IPv6 hosts bracketed. */
+export function advertisedBaseUrl(advertise: string, port: number): string {
+  const host = advertise.includes(':') && !advertise.startsWith('[') ? `[${advertise}]` : advertise;
+  return `https://${host}:${port}`;
 }
 
 export function createSystemInfo(src: SystemInfoSources) {
-  const base = `https://${src.advertise.includes(':') && !src.advertise.startsWith('[') ? `[${src.advertise}]` : src.advertise}:${src.port}`;
-  const clientPath = '/edge/client/v1';
-  const managementPath = '/edge/management/v1';
+  const base = advertisedBaseUrl(src.advertise, src.port);
   const versionBody = {
     apiVersions: {
       edge: { v1: { apiBaseUrls: [base + clientPath], path: clientPath } },
@@ -69,33 +70,12 @@ export function createSystemInfo(src: SystemInfoSources) {
         name: id,
       })),
     specDocument: (id: string) => src.documents()[id],
-    controller: (api: 'client' | 'management') => {
-      const addresses: Record<string, Array<{ url: string; version: string }>> = {
-        'edge-client': [{ url: base + clientPath, version: 'v1' }],
-      };
-      if (api === 'management') addresses['edge-management'] = [{ url: base + managementPath, version: 'v1' }];
-      return {
-        _links: { self: { href: `./controllers/${src.instanceId}` } },
-        createdAt: startedIso,
-        id: src.instanceId,
-        tags: {},
-        updatedAt: startedIso,
-        apiAddresses: addresses,
-        certPem: src.serverCertPem,
-        ...(api === 'management' ? { ctrlAddress: null } : {}),
-        fingerprint: src.serverCertFingerprint,
-        isOnline: true,
-        lastJoinedAt: startedIso,
-        name: src.instanceId,
-      };
-    },
     summary: () => {
       const counts: Record<string, number> = {};
       for (const [key, table] of Object.entries(summaryTables)) {
-        counts[key] = hasTable(src.db, table) ? (prepare(src.db, `SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n : 0;
+        counts[key] = (prepare(src.db, `SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
       }
-      counts.controllers = 1;
-      return Object.fromEntries(Object.entries(counts).sort(([a], [b]) => (a < b ? -1 : 1)));
+      return counts;
     },
   };
 }

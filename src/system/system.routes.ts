@@ -11,6 +11,8 @@ import { IdParams, ListQuery, listRequest } from '../http/list-params.ts';
 import { notFound } from '../errors.ts';
 import { baseEntityProperties } from '../resources/common.schema.ts';
 import type { SystemInfo } from './system-info.ts';
+import type { ControllerService } from '../resources/controllers/controller.service.ts';
+import { controllerResource } from '../resources/controllers/controller.resource.ts';
 
 const ApiVersion = Type.Object({ apiBaseUrls: Type.Array(Type.String()), path: Type.String() });
 export const VersionDetail = Type.Object({
@@ -24,16 +26,6 @@ export const VersionDetail = Type.Object({
 
 const SpecDetail = Type.Object({ ...baseEntityProperties, name: Type.String() });
 
-const ControllerDetail = Type.Object({
-  ...baseEntityProperties,
-  apiAddresses: Type.Record(Type.String(), Type.Array(Type.Object({ url: Type.String(), version: Type.String() }))),
-  certPem: Type.String(),
-  ctrlAddress: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'] })),
-  fingerprint: Type.String(),
-  isOnline: Type.Boolean(),
-  lastJoinedAt: Type.String({ format: 'date-time' }),
-  name: Type.String(),
-});
 
 const cacertsResponse = { raw: 'base64 encoded PKCS#7 bundle of the CA certificates (application/pkcs7-mime)' };
 
@@ -57,7 +49,7 @@ export function cacertsRoute(info: SystemInfo, operationPrefix = ''): RouteSpec 
   };
 }
 
-export function systemRoutes(info: SystemInfo, api: 'client' | 'management'): RouteSpec[] {
+export function systemRoutes(info: SystemInfo, controllers: ControllerService, api: 'client' | 'management'): RouteSpec[] {
   const tag = 'Informational';
   const routes: RouteSpec[] = [
     ...versionRoutes(info),
@@ -98,12 +90,10 @@ export function systemRoutes(info: SystemInfo, api: 'client' | 'management'): Ro
     },
     {
       method: 'GET', url: '/controllers', operationId: 'listControllers', tag, summary: 'Controllers of this network',
-      auth: 'session', querystring: ListQuery, response: { 200: listEnvelope(ControllerDetail) },
+      auth: 'session', querystring: ListQuery, response: { 200: listEnvelope(controllerResource.schemas.detail) },
       handler: (req) => {
-        const all = [info.controller(api)];
-        const { offset = 0, limit = 10 } = listRequest(req);
-        const page = all.slice(Math.max(0, offset), Math.max(0, offset) + (limit > 0 ? Math.min(limit, 500) : 10));
-        return list(page, { limit: limit > 0 ? Math.min(limit, 500) : 10, offset: Math.max(0, offset), totalCount: all.length });
+        const r = controllers.list(listRequest(req));
+        return list(r.items.map(controllers.presentFor(api)), r.page, r.filterableFields);
       },
     },
   ];

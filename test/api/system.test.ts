@@ -87,6 +87,21 @@ describe('informational lists', () => {
     assert.equal(anon.status, 401);
   });
 
+  it('filters the controller list, and shows only client API addresses on the client API', async () => {
+    const online = await tc.mgmt.get(`/controllers?filter=${encodeURIComponent('isOnline = true')}`);
+    assert.equal(online.body.meta.pagination.totalCount, 1);
+    assert.deepEqual(Object.keys(online.body.data[0].apiAddresses).sort(), ['edge-client', 'edge-management']);
+    const none = await tc.mgmt.get(`/controllers?filter=${encodeURIComponent('name = "elsewhere"')}`);
+    assert.equal(none.body.meta.pagination.totalCount, 0);
+    const bad = await tc.mgmt.get(`/controllers?filter=${encodeURIComponent('nme = "x"')}`);
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.code, 'INVALID_FILTER');
+    const client = await tc.client.get('/controllers');
+    assert.equal(client.status, 200);
+    assert.deepEqual(Object.keys(client.body.data[0].apiAddresses), ['edge-client']);
+    assertMatchesReference('client', 'GET', '/controllers', 200, client.body);
+  });
+
   it('counts records in the summary (meta null)', async () => {
     const res = await tc.mgmt.get('/summary');
     assert.equal(res.status, 200);

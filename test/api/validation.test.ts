@@ -11,26 +11,15 @@ import assert from 'node:assert/strict';
 import { startTestController, uniqueName, type TestController } from '../support/controller.ts';
 import type { HttpResponse, RequestOptions } from '../support/client.ts';
 import { createIdentity, createUserWithPassword } from '../support/factories.ts';
+import { ERROR_META } from '../support/assertions.ts';
+import { mulberry32 } from '../support/prng.ts';
 
 const tc: TestController = await startTestController();
 
 const SEED = 0x5eed2026;
-const ERROR_META = { apiEnrollmentVersion: '0.0.1', apiVersion: '0.0.1' };
 
 // ---------------------------------------------------------------------------------------------------------------
 // Deterministic generation
-
-/** mulberry32: a small, fast, seedable PRNG returning floats in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Rng {
   private readonly next: () => number;

@@ -6,6 +6,7 @@
 import { Type } from '@sinclair/typebox';
 import { EntityRef, baseEntityProperties } from '../common.schema.ts';
 import type { SymbolTable } from '../../query/symbols.ts';
+import { baseSymbols } from '../define-resource.ts';
 
 const AuthQuery = Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true });
 
@@ -39,11 +40,7 @@ export const currentApiSessionDetail = Type.Object({
 export const apiSessionSymbols: SymbolTable = {
   idSql: 'e.id',
   symbols: {
-    id: { kind: 'scalar', type: 'string', sql: 'e.id' },
-    createdAt: { kind: 'scalar', type: 'datetime', sql: 'e.created_at' },
-    updatedAt: { kind: 'scalar', type: 'datetime', sql: 'e.updated_at' },
-    tags: { kind: 'map', sql: 'e.tags' },
-    isSystem: { kind: 'scalar', type: 'bool', sql: 'e.is_system' },
+    ...baseSymbols(),
     identity: { kind: 'scalar', type: 'string', sql: 'e.identity_id' },
     ipAddress: { kind: 'scalar', type: 'string', sql: 'e.ip_address' },
     authenticator: { kind: 'scalar', type: 'string', sql: 'e.authenticator_id' },

@@ -7,7 +7,7 @@ import { allowedTo } from '../../http/crud-routes.ts';
 import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
 import { detailEnvelope, empty, emptyEnvelope, list, listEnvelope, ok } from '../../http/envelope.ts';
 import type { Db } from '../../store/database.ts';
-import { prepare } from '../../store/entity-table.ts';
+import { selectPage } from '../../store/entity-table.ts';
 import { withTransaction } from '../../store/transaction.ts';
 import { compileListQuery } from '../../query/index.ts';
 import { filterableFields } from '../../query/symbols.ts';
@@ -25,15 +25,10 @@ export function apiSessionRoutes(db: Db, apiSessions: ApiSessionService, auth: A
       response: { 200: listEnvelope(apiSessionDetail) },
       handler: (req) => {
         const q = compileListQuery(apiSessionSymbols, listRequest(req));
-        const total = (prepare(db, `SELECT COUNT(*) AS n FROM api_sessions e WHERE ${q.where}`).get(...q.params) as { n: number }).n;
-        const rows = prepare(db, `SELECT e.* FROM api_sessions e WHERE ${q.where} ORDER BY ${q.orderBy} LIMIT ? OFFSET ?`).all(
-          ...q.params,
-          q.limit,
-          q.offset,
-        ) as Array<Record<string, unknown>>;
+        const { rows, totalCount } = selectPage(db, 'api_sessions', q);
         return list(
           rows.map((r) => auth.presentApiSession(decodeApiSessionRow(r))),
-          { limit: q.limit, offset: q.offset, totalCount: total, unlimited: q.unlimited },
+          { limit: q.limit, offset: q.offset, totalCount, unlimited: q.unlimited },
           filterableFields(apiSessionSymbols),
         );
       },

@@ -40,8 +40,7 @@ function assertAuthPolicy(tx: Tx, id: unknown): void {
 }
 
 /** Hosting cost/precedence maps are keyed by service id; each must name an existing service. */
-function assertServiceKeys(tx: Tx, values: Values): void {
-  const hasServices = prepare(tx.db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'services'").get();
+function assertServiceKeys(tx: Tx, values: Values, hasServices: boolean): void {
   for (const field of ['serviceHostingCosts', 'serviceHostingPrecedences']) {
     const map = values[field] as Record<string, unknown> | undefined;
     for (const serviceId of Object.keys(map ?? {})) {
@@ -52,6 +51,8 @@ function assertServiceKeys(tx: Tx, values: Values): void {
 }
 
 export function createIdentityService(db: Db, clock: Clock = systemClock) {
+  // The schema is fixed once migrations ran at start; services arrive with a later migration.
+  const hasServices = prepare(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'services'").get() !== undefined;
   const entities = createEntityService(
     identityResource,
     db,
@@ -61,7 +62,7 @@ export function createIdentityService(db: Db, clock: Clock = systemClock) {
         // Upstream ignores the requested type on create: every REST-created identity is Default.
         values.type = 'Default';
         assertAuthPolicy(tx, values.authPolicyId);
-        assertServiceKeys(tx, values);
+        assertServiceKeys(tx, values, hasServices);
       },
       beforeUpdate(tx, existing, changes) {
         if (changes.type !== undefined) {
@@ -72,7 +73,7 @@ export function createIdentityService(db: Db, clock: Clock = systemClock) {
           throw new ApiError('ENTITY_CAN_NOT_BE_UPDATED', { cause: { code: 'UNHANDLED', message: 'the default admin must remain an admin' } });
         }
         assertAuthPolicy(tx, changes.authPolicyId);
-        assertServiceKeys(tx, changes);
+        assertServiceKeys(tx, changes, hasServices);
       },
       beforeDelete(_tx, existing) {
         if (existing.isDefaultAdmin) {

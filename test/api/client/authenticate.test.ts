@@ -10,44 +10,22 @@ import { ADMIN_PASSWORD, ADMIN_USER, startTestController, uniqueName, type TestC
 import { createClient, type HttpClient, type HttpResponse } from '../../support/client.ts';
 import { createIdentity, createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesReference, type ApiName } from '../../support/reference-spec.ts';
+import { ERROR_META, TIMESTAMP, assertEmptyOk, assertError, assertFieldError, sleep } from '../../support/assertions.ts';
 
 const tc: TestController = await startTestController();
 /** A second controller whose API sessions expire after 2 idle seconds. */
 const shortLived: TestController = await startTestController({ env: { PORTCULLIS_API_SESSION_TIMEOUT_SECONDS: '2' } });
 
 const APIS: ApiName[] = ['client', 'management'];
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 /** Go's time.String(), e.g. `2026-03-10 07:30:00.123 +0000 UTC`. */
 const GO_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)? [+-]\d{4} \S+$/;
-const ERROR_META = { apiEnrollmentVersion: '0.0.1', apiVersion: '0.0.1' };
 const INVALID_TOKEN_CHALLENGE = 'zt-session realm="zt-session" error="invalid" error_description="token is invalid"';
 /** Upstream renders `interfaces` as null when none were reported (upstream model §3.2). */
 const IDENTITY_NULLS = ['/data/interfaces'];
 
 function base(api: ApiName): string {
   return `/edge/${api}/v1`;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function assertError(res: HttpResponse, status: number, code: string): void {
-  assert.equal(res.status, status, res.text);
-  assert.equal(res.body.error?.code, code, res.text);
-  assert.ok(typeof res.body.error.requestId === 'string' && res.body.error.requestId.length > 0);
-  assert.deepEqual(res.body.meta, ERROR_META);
-}
-
-function assertFieldError(res: HttpResponse, field: string): void {
-  assertError(res, 400, 'COULD_NOT_VALIDATE');
-  assert.equal(res.body.error.cause?.field, field, res.text);
-}
-
-function assertEmptyOk(res: HttpResponse): void {
-  assert.equal(res.status, 200, res.text);
-  assert.deepEqual(res.body, { data: {}, meta: {} });
 }
 
 /** POST <path>?method=password on the unauthenticated root client; `path` is the full path to /authenticate. */

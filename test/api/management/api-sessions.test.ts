@@ -9,19 +9,11 @@ import { startTestController, type TestController } from '../../support/controll
 import { createClient, type HttpClient, type HttpResponse } from '../../support/client.ts';
 import { createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
+import { ERROR_META, TIMESTAMP, assertError } from '../../support/assertions.ts';
 
 const tc: TestController = await startTestController();
 
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const ERROR_META = { apiEnrollmentVersion: '0.0.1', apiVersion: '0.0.1' };
 const INVALID_TOKEN_CHALLENGE = 'zt-session realm="zt-session" error="invalid" error_description="token is invalid"';
-
-function assertError(res: HttpResponse, status: number, code: string): void {
-  assert.equal(res.status, status, res.text);
-  assert.equal(res.body.error?.code, code, res.text);
-  assert.ok(typeof res.body.error.requestId === 'string' && res.body.error.requestId.length > 0);
-  assert.deepEqual(res.body.meta, ERROR_META);
-}
 
 function clientFor(token: string): HttpClient {
   return createClient(`https://127.0.0.1:${tc.port}/edge/client/v1`, tc.ca, { token });

@@ -9,29 +9,11 @@ import { ADMIN_USER, startTestController, uniqueName, type TestController } from
 import type { HttpResponse } from '../../support/client.ts';
 import { createIdentity, createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
+import { ERROR_META, TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
 
 const tc: TestController = await startTestController();
 
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const ERROR_META = { apiEnrollmentVersion: '0.0.1', apiVersion: '0.0.1' };
 const PASSWORD = 'Initial-pass-1';
-
-function assertError(res: HttpResponse, status: number, code: string): void {
-  assert.equal(res.status, status, res.text);
-  assert.equal(res.body.error?.code, code, res.text);
-  assert.ok(typeof res.body.error.requestId === 'string' && res.body.error.requestId.length > 0);
-  assert.deepEqual(res.body.meta, ERROR_META);
-}
-
-function assertFieldError(res: HttpResponse, field: string): void {
-  assertError(res, 400, 'COULD_NOT_VALIDATE');
-  assert.equal(res.body.error.cause?.field, field, res.text);
-}
-
-function assertEmptyOk(res: HttpResponse): void {
-  assert.equal(res.status, 200, res.text);
-  assert.deepEqual(res.body, { data: {}, meta: {} });
-}
 
 /** No password, hash or salt in a response, whatever its shape. */
 function assertNoSecrets(res: HttpResponse, ...passwords: string[]): void {

@@ -10,10 +10,10 @@ import { ADMIN_PASSWORD, ADMIN_USER, startTestController, uniqueName, type TestC
 import { createClient, type HttpClient, type HttpResponse } from '../../support/client.ts';
 import { createIdentity, createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
+import { ERROR_META, TIMESTAMP, assertEmptyOk, assertError, assertFieldError, sleep } from '../../support/assertions.ts';
 
 const tc: TestController = await startTestController();
 
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const NESTED_LINKS = [
   'edge-router-policies',
   'edge-routers',
@@ -28,14 +28,9 @@ const NESTED_LINKS = [
 /** Upstream renders `interfaces` as null when none were reported (upstream model §3.2). */
 const DETAIL_NULLS = { allowNullAt: ['/data/interfaces'] };
 const LIST_NULLS = { allowNullAt: ['/data/*/interfaces'] };
-const ERROR_META = { apiEnrollmentVersion: '0.0.1', apiVersion: '0.0.1' };
 
 function q(filter: string): string {
   return encodeURIComponent(filter);
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 async function detail(id: string, client: HttpClient = tc.mgmt): Promise<Record<string, any>> {
@@ -63,29 +58,9 @@ async function namesFor(filter: string): Promise<string[]> {
   return res.body.data.map((i: { name: string }) => i.name);
 }
 
-function assertError(res: HttpResponse, status: number, code: string): void {
-  assert.equal(res.status, status, res.text);
-  assert.equal(res.body.error?.code, code, res.text);
-  assert.equal(typeof res.body.error.requestId, 'string');
-  assert.ok(res.body.error.requestId.length > 0);
-  assert.deepEqual(res.body.meta, ERROR_META);
-}
-
-function assertFieldError(res: HttpResponse, field: string | RegExp): void {
-  assertError(res, 400, 'COULD_NOT_VALIDATE');
-  const actual = String(res.body.error.cause?.field);
-  if (typeof field === 'string') assert.equal(actual, field, res.text);
-  else assert.match(actual, field, res.text);
-}
-
 function assertIdentityNotFound(res: HttpResponse, id: string): void {
   assertError(res, 404, 'NOT_FOUND');
   assert.deepEqual(res.body.error.cause, { code: 'UNHANDLED', message: `identity with id ${id} not found` });
-}
-
-function assertEmptyOk(res: HttpResponse): void {
-  assert.equal(res.status, 200, res.text);
-  assert.deepEqual(res.body, { data: {}, meta: {} });
 }
 
 /** Creates an identity through the API and expects the create to fail; the number of identities must not move. */

@@ -1,0 +1,36 @@
+/**
+ * Assertions shared by the black-box suites: upstream's error envelope, field errors, the empty success
+ * envelope and the timestamp format of base fields.
+ */
+import assert from 'node:assert/strict';
+import type { HttpResponse } from './client.ts';
+
+/** `createdAt`/`updatedAt`: RFC 3339 in UTC with exactly three fraction digits. */
+export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+export const ERROR_META = { apiEnrollmentVersion: '0.0.1', apiVersion: '0.0.1' };
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The response is the error envelope with this status and code, a request id, and the error meta. */
+export function assertError(res: HttpResponse, status: number, code: string): void {
+  assert.equal(res.status, status, res.text);
+  assert.equal(res.body.error?.code, code, res.text);
+  assert.ok(typeof res.body.error.requestId === 'string' && res.body.error.requestId.length > 0, res.text);
+  assert.deepEqual(res.body.meta, ERROR_META);
+}
+
+/** 400 COULD_NOT_VALIDATE whose cause names the field. */
+export function assertFieldError(res: HttpResponse, field: string | RegExp): void {
+  assertError(res, 400, 'COULD_NOT_VALIDATE');
+  const actual = String(res.body.error.cause?.field);
+  if (typeof field === 'string') assert.equal(actual, field, res.text);
+  else assert.match(actual, field, res.text);
+}
+
+/** 200 with `{data: {}, meta: {}}` (update, patch, delete). */
+export function assertEmptyOk(res: HttpResponse): void {
+  assert.equal(res.status, 200, res.text);
+  assert.deepEqual(res.body, { data: {}, meta: {} });
+}
