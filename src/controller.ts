@@ -14,6 +14,7 @@ import { buildServer } from './http/server.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
 import { createEntityService, systemClock } from './resources/entity-service.ts';
 import { createIdentityService } from './resources/identities/identity.service.ts';
+import { createAccessService } from './access/access.service.ts';
 import { createAuthenticatorService } from './resources/authenticators/authenticator.service.ts';
 import { identityTypeResource } from './resources/identity-types/identity-type.resource.ts';
 import { authPolicyResource } from './resources/auth-policies/auth-policy.resource.ts';
@@ -60,7 +61,9 @@ export async function startController(config: Config): Promise<RunningController
     const instanceId = controllerInstanceId(db);
 
     const clock = systemClock;
-    const identities = createIdentityService(db, clock);
+    const access = createAccessService(db, clock);
+    access.load();
+    const identities = createIdentityService(db, access, clock);
     const authenticators = createAuthenticatorService(db, certificateInspector(), clock);
     const apiSessions = createApiSessionService({ db, clock, timeoutMs: config.apiSessionTimeoutMs });
     const auth = createAuthenticationService({
@@ -101,6 +104,7 @@ export async function startController(config: Config): Promise<RunningController
 
     const services: Services = {
       db,
+      access,
       identities,
       authenticators,
       auth,

@@ -11,6 +11,8 @@ import { pathToFileURL } from 'node:url';
 import { openDatabase, closeDatabase } from '../../src/store/database.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { bootstrapRecords } from '../../src/system/bootstrap.ts';
+import { createAccessService } from '../../src/access/access.service.ts';
+import { systemClock } from '../../src/resources/entity-service.ts';
 import { createIdentityService } from '../../src/resources/identities/identity.service.ts';
 import { mulberry32 } from '../../test/support/prng.ts';
 
@@ -82,7 +84,9 @@ export async function ensureIdentityDataset(dataDir: string, count: number, log:
   try {
     migrate(db);
     await bootstrapRecords(db, { username: 'admin', password: BENCH_ADMIN_PASSWORD });
-    const identities = createIdentityService(db);
+    const access = createAccessService(db, systemClock);
+    access.load();
+    const identities = createIdentityService(db, access);
     const started = performance.now();
     let batch: Array<ReturnType<typeof generateIdentities> extends Generator<infer T> ? T : never> = [];
     const flush = () => {

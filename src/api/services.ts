@@ -8,10 +8,12 @@ import type { AuthenticationService } from '../auth/authentication.service.ts';
 import type { ApiSessionService } from '../auth/api-session.service.ts';
 import type { EntityService } from '../resources/entity-service.ts';
 import type { SystemInfo } from '../system/system-info.ts';
+import type { AccessService } from '../access/access.service.ts';
 import type { ControllerService } from '../resources/controllers/controller.service.ts';
 
 export interface Services {
   db: Db;
+  access: AccessService;
   identities: IdentityService;
   authenticators: AuthenticatorService;
   auth: AuthenticationService;

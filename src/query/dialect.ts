@@ -73,3 +73,13 @@ export const sqliteDialect: Dialect = {
   mapKeyIsNull: (map, keys) => sql`(COALESCE(json_type(${map}, ${param(sqliteJsonPath(keys))}), 'null') = 'null')`,
   orderTerm: (value, ascending) => sql`${value} ${trusted(ascending ? 'ASC' : 'DESC')}`,
 };
+
+/**
+ * `<column> IN <set of ids>` with the set bound as one parameter (a JSON array), so lists computed in
+ * memory (the access index's answers) can be filtered, sorted and paged by the compiled query.
+ */
+export function idSetCondition(column: string, ids: Iterable<string>): { sql: string; params: unknown[] } {
+  const list = Array.isArray(ids) ? (ids as string[]) : [...ids];
+  if (list.length === 0) return { sql: '0', params: [] };
+  return { sql: `${column} IN (SELECT value FROM json_each(?))`, params: [JSON.stringify(list)] };
+}

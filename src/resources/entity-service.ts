@@ -39,6 +39,8 @@ export interface EntityHooks {
   beforeCreate?(tx: Tx, values: Values, body: Record<string, unknown>): void;
   /** Validate and normalize an update; `existing` is the stored record. */
   beforeUpdate?(tx: Tx, existing: Values, changes: Values, mode: 'put' | 'patch', body: Record<string, unknown>): void;
+  /** After the row was written; `changes` holds only the fields that were set. */
+  afterUpdate?(tx: Tx, existing: Values, changes: Values, mode: 'put' | 'patch'): void;
   beforeDelete?(tx: Tx, existing: Values): void;
   afterCreate?(tx: Tx, values: Values, body: Record<string, unknown>): void;
   afterDelete?(tx: Tx, existing: Values): void;
@@ -138,6 +140,7 @@ export function createEntityService(resource: Resource, db: Db, hooks: EntityHoo
       const existing = assertFound(getEntity(tx, resource.decl, id), resource.singular, id);
       hooks.beforeUpdate?.(tx, existing, changes, mode, body);
       updateEntity(tx, resource.decl, id, changes, isoNow(clock));
+      hooks.afterUpdate?.(tx, existing, changes, mode);
     });
   }
 

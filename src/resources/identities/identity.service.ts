@@ -12,6 +12,7 @@ import { newShortId } from '../../ids.ts';
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
 import { identityResource } from './identity.resource.ts';
 import type { EntityRef } from '../common.schema.ts';
+import { normalizeRoleAttributes, type AccessService } from '../../access/access.service.ts';
 
 export interface IdentitySummary {
   id: string;
@@ -40,19 +41,17 @@ function assertAuthPolicy(tx: Tx, id: unknown): void {
 }
 
 /** Hosting cost/precedence maps are keyed by service id; each must name an existing service. */
-function assertServiceKeys(tx: Tx, values: Values, hasServices: boolean): void {
+function assertServiceKeys(tx: Tx, values: Values): void {
   for (const field of ['serviceHostingCosts', 'serviceHostingPrecedences']) {
     const map = values[field] as Record<string, unknown> | undefined;
     for (const serviceId of Object.keys(map ?? {})) {
-      const exists = hasServices && prepare(tx.db, 'SELECT 1 FROM services WHERE id = ?').get(serviceId);
+      const exists = prepare(tx.db, 'SELECT 1 FROM services WHERE id = ?').get(serviceId);
       if (!exists) throw notFound('service', serviceId);
     }
   }
 }
 
-export function createIdentityService(db: Db, clock: Clock = systemClock) {
-  // The schema is fixed once migrations ran at start; services arrive with a later migration.
-  const hasServices = prepare(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'services'").get() !== undefined;
+export function createIdentityService(db: Db, access: AccessService, clock: Clock = systemClock) {
   const entities = createEntityService(
     identityResource,
     db,
@@ -61,8 +60,15 @@ export function createIdentityService(db: Db, clock: Clock = systemClock) {
       beforeCreate(tx, values) {
         // Upstream ignores the requested type on create: every REST-created identity is Default.
         values.type = 'Default';
+        values.roleAttributes = normalizeRoleAttributes(values.roleAttributes as string[], { checkPrefix: true });
         assertAuthPolicy(tx, values.authPolicyId);
-        assertServiceKeys(tx, values, hasServices);
+        assertServiceKeys(tx, values);
+      },
+      afterCreate(tx, values) {
+        access.entityChanged(tx, 'identity', values.id as string, values.roleAttributes as string[]);
+      },
+      afterUpdate(tx, existing, changes) {
+        if (changes.roleAttributes !== undefined) access.entityChanged(tx, 'identity', existing.id as string, changes.roleAttributes as string[]);
       },
       beforeUpdate(tx, existing, changes) {
         if (changes.type !== undefined) {
@@ -72,13 +78,15 @@ export function createIdentityService(db: Db, clock: Clock = systemClock) {
         if (existing.isDefaultAdmin && changes.isAdmin === false) {
           throw new ApiError('ENTITY_CAN_NOT_BE_UPDATED', { cause: { code: 'UNHANDLED', message: 'the default admin must remain an admin' } });
         }
+        if (changes.roleAttributes !== undefined) changes.roleAttributes = normalizeRoleAttributes(changes.roleAttributes as string[], { checkPrefix: true });
         assertAuthPolicy(tx, changes.authPolicyId);
-        assertServiceKeys(tx, changes, hasServices);
+        assertServiceKeys(tx, changes);
       },
-      beforeDelete(_tx, existing) {
+      beforeDelete(tx, existing) {
         if (existing.isDefaultAdmin) {
           throw new ApiError('ENTITY_CAN_NOT_BE_DELETED', { cause: { code: 'UNHANDLED', message: 'cannot delete default admin' } });
         }
+        access.entityRemoved(tx, 'identity', existing.id as string);
       },
     },
     clock,
