@@ -33,6 +33,7 @@ declare module 'autocannon' {
     pipelining?: number;
     timeout?: number;
     method?: string;
+    body?: string;
     headers?: Record<string, string>;
     tlsOptions?: Record<string, unknown>;
     title?: string;

@@ -10,6 +10,7 @@ import { BENCH_ADMIN_PASSWORD } from './datasets/identities.ts';
 const [dataDir, port = '0'] = process.argv.slice(2);
 if (!dataDir) throw new Error('usage: serve.ts <dataDir> <port>');
 
+const started = performance.now();
 const controller = await startController(
   loadConfig(['--data-dir', dataDir, '--address', '127.0.0.1', '--port', port, '--admin-password', BENCH_ADMIN_PASSWORD, '--log-level', 'silent'], {}),
 );
@@ -18,4 +19,6 @@ const stop = () => {
 };
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);
-process.stdout.write(`READY ${JSON.stringify({ port: controller.port, caBundlePem: controller.pki.caBundlePem })}\n`);
+const startMs = performance.now() - started;
+const rssMb = process.memoryUsage().rss / 1024 / 1024;
+process.stdout.write(`READY ${JSON.stringify({ port: controller.port, caBundlePem: controller.pki.caBundlePem, startMs, rssMb })}\n`);
