@@ -18,7 +18,10 @@ import { createAccessService } from './access/access.service.ts';
 import { createAuthenticatorService } from './resources/authenticators/authenticator.service.ts';
 import { identityTypeResource } from './resources/identity-types/identity-type.resource.ts';
 import { authPolicyResource } from './resources/auth-policies/auth-policy.resource.ts';
-import { configTypeResource } from './resources/config-types/config-type.resource.ts';
+import { createConfigTypeService } from './resources/config-types/config-type.service.ts';
+import { createConfigService } from './resources/configs/config.service.ts';
+import { createServiceService } from './resources/services/service.service.ts';
+import { createServiceViews } from './resources/services/service-view.ts';
 import { createApiSessionService } from './auth/api-session.service.ts';
 import { createAuthenticationService } from './auth/authentication.service.ts';
 import { createAuthPolicyReader } from './auth/auth-policy-reader.ts';
@@ -26,12 +29,23 @@ import { createPasswordMethod } from './auth/methods/password.ts';
 import { bootstrapRecords, controllerInstanceId, type AdminCredentials } from './system/bootstrap.ts';
 import { advertisedBaseUrl, clientPath, createSystemInfo, managementPath, portcullisVersion } from './system/system-info.ts';
 import { createControllerService } from './resources/controllers/controller.service.ts';
+import { createEdgeRouterService } from './resources/edge-routers/edge-router.service.ts';
+import { createRouterService } from './resources/routers/router.service.ts';
+import { createRouterEnrollments } from './resources/routers/router-enrollment.ts';
+import { createTerminatorService } from './resources/terminators/terminator.service.ts';
+import { createSessionService } from './resources/sessions/session.service.ts';
 import { managementApi } from './api/management.ts';
 import { clientApi } from './api/client.ts';
 import { versionRoutes, cacertsRoute } from './system/system.routes.ts';
 import type { Services } from './api/services.ts';
 import type { ApiDefinition } from './http/route.ts';
 import type { Resource } from './resources/define-resource.ts';
+import { createPolicyService } from './resources/policy-common.ts';
+import { servicePolicyResource } from './resources/service-policies/service-policy.resource.ts';
+import { edgeRouterPolicyResource } from './resources/edge-router-policies/edge-router-policy.resource.ts';
+import { serviceEdgeRouterPolicyResource } from './resources/service-edge-router-policies/service-edge-router-policy.resource.ts';
+import { createPostureCheckService } from './resources/posture-checks/posture-check.service.ts';
+import { createPostureCheckTypeService } from './resources/posture-check-types/posture-check-type.service.ts';
 
 export interface RunningController {
   app: FastifyInstance;
@@ -64,6 +78,10 @@ export async function startController(config: Config): Promise<RunningController
     const access = createAccessService(db, clock);
     access.load();
     const identities = createIdentityService(db, access, clock);
+    const configTypes = createConfigTypeService(db, clock);
+    const configs = createConfigService(db, access, configTypes, clock);
+    const edgeServices = createServiceService(db, access, clock);
+    const serviceViews = createServiceViews(db, access, clock);
     const authenticators = createAuthenticatorService(db, certificateInspector(), clock);
     const apiSessions = createApiSessionService({ db, clock, timeoutMs: config.apiSessionTimeoutMs });
     const auth = createAuthenticationService({
@@ -73,13 +91,14 @@ export async function startController(config: Config): Promise<RunningController
       methods: [createPasswordMethod({ authenticators, identities, policies: createAuthPolicyReader(db) })],
     });
 
+    const startedAt = new Date();
     let documents: Record<string, Record<string, unknown>> | undefined;
     const apis: ApiDefinition[] = [];
     const system = createSystemInfo({
       db,
       advertise: config.advertise,
       port: config.port,
-      startedAt: new Date(),
+      startedAt,
       caBundlePkcs7: certsToPkcs7Base64(pki.caCertPems),
       documents: () =>
         (documents ??= Object.fromEntries(
@@ -102,6 +121,7 @@ export async function startController(config: Config): Promise<RunningController
       },
     });
 
+    const routerEnrollments = createRouterEnrollments({ pki, issuer: base, clock });
     const services: Services = {
       db,
       access,
@@ -111,9 +131,22 @@ export async function startController(config: Config): Promise<RunningController
       apiSessions,
       identityTypes: plainService(identityTypeResource, db),
       authPolicies: plainService(authPolicyResource, db),
-      configTypes: plainService(configTypeResource, db),
+      configTypes,
+      configs,
+      services: edgeServices,
+      serviceViews,
       controllers,
       system,
+      pki,
+      edgeRouters: createEdgeRouterService({ db, access, enrollments: routerEnrollments, clock }),
+      routers: createRouterService({ db, access, enrollments: routerEnrollments, clock }),
+      terminators: createTerminatorService(db, clock),
+      servicePolicies: createPolicyService('servicePolicy', servicePolicyResource, db, access, clock),
+      edgeRouterPolicies: createPolicyService('edgeRouterPolicy', edgeRouterPolicyResource, db, access, clock),
+      serviceEdgeRouterPolicies: createPolicyService('serviceEdgeRouterPolicy', serviceEdgeRouterPolicyResource, db, access, clock),
+      postureChecks: createPostureCheckService(db, access, clock),
+      postureCheckTypes: createPostureCheckTypeService(db),
+      sessions: createSessionService({ db, access, signer: pki, issuer: base, clock, startedAt }),
     };
     apis.push(clientApi(services), managementApi(services));
 

@@ -10,8 +10,18 @@ import { crudRoutes } from '../http/crud-routes.ts';
 import { authenticatorResource } from '../resources/authenticators/authenticator.resource.ts';
 import { identityTypeResource } from '../resources/identity-types/identity-type.resource.ts';
 import { authPolicyResource } from '../resources/auth-policies/auth-policy.resource.ts';
-import { configTypeResource } from '../resources/config-types/config-type.resource.ts';
+import { configTypeRoutes } from '../resources/config-types/config-type.routes.ts';
+import { configRoutes } from '../resources/configs/config.routes.ts';
+import { serviceRoutes } from '../resources/services/service.routes.ts';
+import { identityServiceConfigRoutes } from '../resources/services/identity-service-configs.routes.ts';
 import { apiSessionRoutes } from '../resources/api-sessions/api-session.routes.ts';
+import { policyRoutes } from '../resources/service-policies/service-policy.routes.ts';
+import { postureCheckRoutes } from '../resources/posture-checks/posture-check.routes.ts';
+import { accessListRoutes } from '../resources/access-lists.routes.ts';
+import { managementSessionRoutes } from '../resources/sessions/session.routes.ts';
+import { edgeRouterRoutes } from '../resources/edge-routers/edge-router.routes.ts';
+import { routerRoutes } from '../resources/routers/router.routes.ts';
+import { terminatorRoutes } from '../resources/terminators/terminator.routes.ts';
 
 export function managementApi(s: Services): ApiDefinition {
   return {
@@ -25,8 +35,18 @@ export function managementApi(s: Services): ApiDefinition {
       ...crudRoutes(identityTypeResource, s.identityTypes, { tag: 'Identity', operations: ['list', 'detail'] }),
       ...crudRoutes(authenticatorResource, s.authenticators, { tag: 'Authenticator' }),
       ...crudRoutes(authPolicyResource, s.authPolicies, { tag: 'Auth Policy', operations: ['list', 'detail'] }),
-      ...crudRoutes(configTypeResource, s.configTypes, { tag: 'Config', operations: ['list', 'detail'] }),
+      ...configTypeRoutes(s.configTypes, s.configs),
+      ...configRoutes(s.configs),
+      ...serviceRoutes({ db: s.db, access: s.access, services: s.services, views: s.serviceViews, configs: s.configs }),
+      ...identityServiceConfigRoutes(s.db, s.access),
       ...apiSessionRoutes(s.db, s.apiSessions, s.auth),
+      ...policyRoutes({ service: s.servicePolicies, edgeRouter: s.edgeRouterPolicies, serviceEdgeRouter: s.serviceEdgeRouterPolicies }),
+      ...postureCheckRoutes(s.db, s.postureChecks, s.postureCheckTypes),
+      ...accessListRoutes(s),
+      ...managementSessionRoutes(s.sessions),
+      ...edgeRouterRoutes(s.db, s.access, s.edgeRouters),
+      ...routerRoutes(s.routers),
+      ...terminatorRoutes(s.db, s.terminators),
     ],
   };
 }

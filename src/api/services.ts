@@ -10,6 +10,18 @@ import type { EntityService } from '../resources/entity-service.ts';
 import type { SystemInfo } from '../system/system-info.ts';
 import type { AccessService } from '../access/access.service.ts';
 import type { ControllerService } from '../resources/controllers/controller.service.ts';
+import type { PolicyService } from '../resources/policy-common.ts';
+import type { PostureCheckService } from '../resources/posture-checks/posture-check.service.ts';
+import type { PostureCheckTypeService } from '../resources/posture-check-types/posture-check-type.service.ts';
+import type { ControllerPki } from '../pki/certificate-authority.ts';
+import type { EdgeRouterService } from '../resources/edge-routers/edge-router.service.ts';
+import type { RouterService } from '../resources/routers/router.service.ts';
+import type { TerminatorService } from '../resources/terminators/terminator.service.ts';
+import type { SessionService } from '../resources/sessions/session.service.ts';
+import type { ConfigTypeService } from '../resources/config-types/config-type.service.ts';
+import type { ConfigService } from '../resources/configs/config.service.ts';
+import type { ServiceEntityService } from '../resources/services/service.service.ts';
+import type { ServiceViews } from '../resources/services/service-view.ts';
 
 export interface Services {
   db: Db;
@@ -20,7 +32,24 @@ export interface Services {
   apiSessions: ApiSessionService;
   identityTypes: EntityService & { present: (v: Record<string, unknown>) => Record<string, unknown> };
   authPolicies: EntityService & { present: (v: Record<string, unknown>) => Record<string, unknown> };
-  configTypes: EntityService & { present: (v: Record<string, unknown>) => Record<string, unknown> };
+  configTypes: ConfigTypeService;
+  configs: ConfigService;
+  /** Edge services (CRUD) and their per-caller read model. */
+  services: ServiceEntityService;
+  serviceViews: ServiceViews;
   controllers: ControllerService;
   system: SystemInfo;
+  servicePolicies: PolicyService;
+  edgeRouterPolicies: PolicyService;
+  serviceEdgeRouterPolicies: PolicyService;
+  postureChecks: PostureCheckService;
+  postureCheckTypes: PostureCheckTypeService;
+  /** The controller's PKI: signs enrollment and session JWTs with the TLS server key. */
+  pki: ControllerPki;
+  edgeRouters: EdgeRouterService;
+  /** Every router, transit and edge, as `/routers` and `/transit-routers` show them. */
+  routers: RouterService;
+  terminators: TerminatorService;
+  /** Sessions (dial/bind grants), the client's edge-router views and service-update marks. */
+  sessions: SessionService;
 }

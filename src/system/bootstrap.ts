@@ -1,6 +1,6 @@
 /**
  * First-start records: the identity types, the `default` auth policy, the built-in config types with their
- * fixed ids, and the default admin identity with its password authenticator. Each step only creates what
+ * fixed ids, the five posture check types, and the default admin identity with its password authenticator. Each step only creates what
  * is missing, so later starts change nothing (in particular a new --admin-password does not silently
  * reset an existing admin).
  */
@@ -12,6 +12,7 @@ import { newEntityId, newShortId } from '../ids.ts';
 import { hashPassword } from '../auth/password-hash.ts';
 import { builtinConfigTypes } from '../resources/config-types/builtin-config-types.ts';
 import { defaultAuthPolicy } from '../resources/auth-policies/auth-policy.resource.ts';
+import { builtinPostureCheckTypes } from '../resources/posture-check-types/builtin-posture-check-types.ts';
 
 export interface AdminCredentials {
   username: string;
@@ -31,6 +32,11 @@ function seedLookupRecords(db: Db, now: string): void {
     ).run(defaultAuthPolicy.id, defaultAuthPolicy.name, JSON.stringify(defaultAuthPolicy.primary), JSON.stringify(defaultAuthPolicy.secondary), now, now);
     const configType = prepare(tx.db, 'INSERT OR IGNORE INTO config_types (id, name, schema, created_at, updated_at, is_system) VALUES (?, ?, ?, ?, ?, 0)');
     for (const ct of builtinConfigTypes) configType.run(ct.id, ct.name, JSON.stringify(ct.schema), now, now);
+    const postureCheckType = prepare(
+      tx.db,
+      'INSERT OR IGNORE INTO posture_check_types (id, name, operating_systems, created_at, updated_at, is_system) VALUES (?, ?, ?, ?, ?, 1)',
+    );
+    for (const t of builtinPostureCheckTypes) postureCheckType.run(t.id, t.name, JSON.stringify(t.operatingSystems), now, now);
   });
 }
 

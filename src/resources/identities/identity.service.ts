@@ -86,6 +86,10 @@ export function createIdentityService(db: Db, access: AccessService, clock: Cloc
         if (existing.isDefaultAdmin) {
           throw new ApiError('ENTITY_CAN_NOT_BE_DELETED', { cause: { code: 'UNHANDLED', message: 'cannot delete default admin' } });
         }
+        // A tunneler router's identity lives and dies with its router (upstream model §3.14).
+        if (existing.type === 'Router' && prepare(tx.db, 'SELECT 1 FROM routers WHERE id = ?').get(existing.id)) {
+          throw new ApiError('ENTITY_CAN_NOT_BE_DELETED', { cause: { code: 'UNHANDLED', message: 'cannot delete router identity while its router exists' } });
+        }
         access.entityRemoved(tx, 'identity', existing.id as string);
       },
     },

@@ -88,7 +88,7 @@ test('removing an entity strips its @id from stored policies and marks the ident
   withTransaction(db, (tx) => access.entityRemoved(tx, 'service', 's1'));
   const row = db.prepare('SELECT service_roles FROM service_policies WHERE id = ?').get('p1') as { service_roles: string };
   assert.deepEqual(JSON.parse(row.service_roles), []);
-  assert.equal(db.prepare("SELECT count(*) AS n FROM policy_roles WHERE policy_id = 'p1' AND field = 'serviceRoles'").get().n, 0);
+  assert.equal((db.prepare("SELECT count(*) AS n FROM policy_roles WHERE policy_id = 'p1' AND field = 'serviceRoles'").get() as { n: number }).n, 0);
   assert.ok(access.lastChangeAt('i1'));
   assert.ok(access.lastChangeAt('i2'));
   assert.deepEqual([...access.index.servicesOfIdentity('i1')], []);

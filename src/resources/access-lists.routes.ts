@@ -1,0 +1,188 @@
+/**
+ * Association lists derived from the access index (upstream model §2.4): the policies that currently
+ * match an identity, service or edge router, the identities a policy, service or edge router reaches, the
+ * posture checks of a service policy, and the policy advisor. Each list is the ordinary list of the
+ * returned record type restricted to an id set, so filter, sort and paging work as on the full list.
+ * An unknown parent answers 404.
+ */
+import { Type, type TSchema } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import type { RouteSpec } from '../http/route.ts';
+import { allowedTo } from '../http/crud-routes.ts';
+import { ListQuery, listRequest } from '../http/list-params.ts';
+import { detailEnvelope, list, listEnvelope, okNullMeta } from '../http/envelope.ts';
+import { idSetCondition } from '../query/dialect.ts';
+import { notFound } from '../errors.ts';
+import { prepare } from '../store/entity-table.ts';
+import type { PermissionResource } from '../auth/permissions.ts';
+import type { ListRequest, ListResult } from './entity-service.ts';
+import type { Values } from '../store/entity-table.ts';
+import type { Db } from '../store/database.ts';
+import type { AccessService } from '../access/access.service.ts';
+import type { EntityKind, PolicyKind, PolicyType, RoleField } from '../access/access-index.ts';
+import { policyAdvice } from '../access/policy-advisor.ts';
+import { EntityRef } from './common.schema.ts';
+import { identityResource } from './identities/identity.resource.ts';
+import { servicePolicyResource } from './service-policies/service-policy.resource.ts';
+import { edgeRouterPolicyResource } from './edge-router-policies/edge-router-policy.resource.ts';
+import { serviceEdgeRouterPolicyResource } from './service-edge-router-policies/service-edge-router-policy.resource.ts';
+import { postureCheckResource } from './posture-checks/posture-check.resource.ts';
+
+export interface ListSource {
+  list(req: ListRequest, extraWhere?: { sql: string; params: unknown[] }): ListResult;
+  present(values: Values): Record<string, unknown>;
+}
+
+export interface AccessListDeps {
+  db: Db;
+  access: AccessService;
+  identities: ListSource & { get(id: string): Values };
+  servicePolicies: ListSource & { get(id: string): Values };
+  edgeRouterPolicies: ListSource & { get(id: string): Values };
+  serviceEdgeRouterPolicies: ListSource & { get(id: string): Values };
+  postureChecks: ListSource;
+}
+
+interface DerivedList {
+  url: string;
+  operationId: string;
+  tag: string;
+  summary: string;
+  permission: PermissionResource;
+  item: TSchema;
+  source: ListSource;
+  querystring?: TSchema;
+  /** Throws 404 when the parent does not exist. */
+  parent(id: string): void;
+  ids(id: string, req: FastifyRequest): Iterable<string>;
+}
+
+function derivedListRoute(spec: DerivedList): RouteSpec {
+  return {
+    method: 'GET', url: spec.url, operationId: spec.operationId, tag: spec.tag, summary: spec.summary,
+    auth: 'session', allow: allowedTo(spec.permission, 'read'),
+    params: Type.Object({ id: Type.String({ minLength: 1 }) }), querystring: spec.querystring ?? ListQuery,
+    response: { 200: listEnvelope(spec.item) },
+    handler: (req) => {
+      const id = (req.params as { id: string }).id;
+      spec.parent(id);
+      const r = spec.source.list(listRequest(req), idSetCondition('e.id', spec.ids(id, req)));
+      return list(r.items.map(spec.source.present), r.page, r.filterableFields);
+    },
+  };
+}
+
+const PolicyTypeQuery = Type.Object({
+  ...ListQuery.properties,
+  policyType: Type.Optional(Type.Unsafe<'dial' | 'bind'>({ type: 'string', enum: ['dial', 'bind'] })),
+});
+
+function policyTypeOf(req: FastifyRequest): PolicyType | undefined {
+  const t = (req.query as { policyType?: string }).policyType;
+  return t === 'dial' ? 'Dial' : t === 'bind' ? 'Bind' : undefined;
+}
+
+export function accessListRoutes(deps: AccessListDeps): RouteSpec[] {
+  const { db, access } = deps;
+  const index = () => access.index;
+  const identity = (id: string) => void deps.identities.get(id);
+  const service = (id: string) => {
+    if (!prepare(db, 'SELECT 1 FROM services WHERE id = ?').get(id)) throw notFound('service', id);
+  };
+  const edgeRouter = (id: string) => {
+    if (!prepare(db, 'SELECT 1 FROM routers WHERE id = ? AND is_edge = 1').get(id)) throw notFound('edgeRouter', id);
+  };
+  const policiesOf = (kind: EntityKind, policyKind: PolicyKind) => (id: string) => index().policiesOf(kind, id, policyKind);
+  const membersOf = (field: RoleField) => (id: string) => index().membersOf(id, field);
+
+  const sp = { source: deps.servicePolicies, item: servicePolicyResource.schemas.detail };
+  const erp = { source: deps.edgeRouterPolicies, item: edgeRouterPolicyResource.schemas.detail };
+  const serp = { source: deps.serviceEdgeRouterPolicies, item: serviceEdgeRouterPolicyResource.schemas.detail };
+  const identities = { source: deps.identities, item: identityResource.schemas.detail };
+
+  return [
+    // Policies matching an entity.
+    derivedListRoute({
+      url: '/identities/:id/service-policies', operationId: 'listIdentityServicePolicies', tag: 'Identity',
+      summary: 'List the service policies that affect an identity', permission: 'identity', ...sp,
+      parent: identity, ids: policiesOf('identity', 'servicePolicy'),
+    }),
+    derivedListRoute({
+      url: '/identities/:id/edge-router-policies', operationId: 'listIdentitysEdgeRouterPolicies', tag: 'Identity',
+      summary: 'List the edge router policies that affect an identity', permission: 'identity', ...erp,
+      parent: identity, ids: policiesOf('identity', 'edgeRouterPolicy'),
+    }),
+    derivedListRoute({
+      url: '/services/:id/service-policies', operationId: 'listServiceServicePolicies', tag: 'Service',
+      summary: 'List the service policies that affect a service', permission: 'service', ...sp,
+      parent: service, ids: policiesOf('service', 'servicePolicy'),
+    }),
+    derivedListRoute({
+      url: '/services/:id/service-edge-router-policies', operationId: 'listServiceServiceEdgeRouterPolicies', tag: 'Service',
+      summary: 'List the service edge router policies that affect a service', permission: 'service', ...serp,
+      parent: service, ids: policiesOf('service', 'serviceEdgeRouterPolicy'),
+    }),
+    derivedListRoute({
+      url: '/edge-routers/:id/edge-router-policies', operationId: 'listEdgeRouterEdgeRouterPolicies', tag: 'Edge Router',
+      summary: 'List the edge router policies that affect an edge router', permission: 'router', ...erp,
+      parent: edgeRouter, ids: policiesOf('edgeRouter', 'edgeRouterPolicy'),
+    }),
+    derivedListRoute({
+      url: '/edge-routers/:id/service-edge-router-policies', operationId: 'listEdgeRouterServiceEdgeRouterPolicies', tag: 'Edge Router',
+      summary: 'List the service edge router policies that affect an edge router', permission: 'router', ...serp,
+      parent: edgeRouter, ids: policiesOf('edgeRouter', 'serviceEdgeRouterPolicy'),
+    }),
+    derivedListRoute({
+      url: '/service-policies/:id/posture-checks', operationId: 'listServicePolicyPostureChecks', tag: 'Service Policy',
+      summary: 'List the posture checks a service policy includes', permission: 'service-policy',
+      source: deps.postureChecks, item: postureCheckResource.schemas.detail,
+      parent: (id) => void deps.servicePolicies.get(id), ids: membersOf('postureCheckRoles'),
+    }),
+    // Identities reached by a policy or an entity.
+    derivedListRoute({
+      url: '/service-policies/:id/identities', operationId: 'listServicePolicyIdentities', tag: 'Service Policy',
+      summary: 'List the identities a service policy affects', permission: 'service-policy', ...identities,
+      parent: (id) => void deps.servicePolicies.get(id), ids: membersOf('identityRoles'),
+    }),
+    derivedListRoute({
+      url: '/edge-router-policies/:id/identities', operationId: 'listEdgeRouterPolicyIdentities', tag: 'Edge Router Policy',
+      summary: 'List the identities an edge router policy affects', permission: 'edge-router-policy', ...identities,
+      parent: (id) => void deps.edgeRouterPolicies.get(id), ids: membersOf('identityRoles'),
+    }),
+    derivedListRoute({
+      url: '/services/:id/identities', operationId: 'listServiceIdentities', tag: 'Service',
+      summary: 'List the identities that may dial or bind a service', permission: 'service', ...identities,
+      querystring: PolicyTypeQuery, parent: service, ids: (id, req) => index().identitiesOfService(id, policyTypeOf(req)),
+    }),
+    derivedListRoute({
+      url: '/edge-routers/:id/identities', operationId: 'listEdgeRouterIdentities', tag: 'Edge Router',
+      summary: 'List the identities that may use an edge router', permission: 'router', ...identities,
+      parent: edgeRouter, ids: (id) => index().identitiesOfEdgeRouter(id),
+    }),
+    {
+      method: 'GET', url: '/identities/:id/policy-advice/:serviceId', operationId: 'getIdentityPolicyAdvice', tag: 'Identity',
+      summary: 'Analyze the policies between an identity and a service', auth: 'session', allow: allowedTo('identity', 'read'),
+      params: Type.Object({ id: Type.String({ minLength: 1 }), serviceId: Type.String({ minLength: 1 }) }),
+      response: { 200: detailEnvelope(PolicyAdvice, 'null') },
+      handler: (req) => {
+        const { id, serviceId } = req.params as { id: string; serviceId: string };
+        return okNullMeta(policyAdvice(db, access.index, id, serviceId));
+      },
+    },
+  ];
+}
+
+const PolicyAdvice = Type.Object({
+  identityId: Type.String(),
+  identity: EntityRef,
+  serviceId: Type.String(),
+  service: EntityRef,
+  isBindAllowed: Type.Optional(Type.Boolean()),
+  isDialAllowed: Type.Optional(Type.Boolean()),
+  identityRouterCount: Type.Optional(Type.Integer()),
+  serviceRouterCount: Type.Optional(Type.Integer()),
+  commonRouters: Type.Unsafe<unknown[] | null>({
+    type: ['array', 'null'],
+    items: { type: 'object', properties: { ...EntityRef.properties, isOnline: { type: 'boolean' } }, required: ['_links', 'entity', 'id', 'name', 'isOnline'] },
+  }),
+});

@@ -1,0 +1,87 @@
+/**
+ * Router enrollments: the one-time-token enrollment an edge router (`erott`) or a transit router (`trott`)
+ * gets when it is created or re-enrolled (enrollment.md §1.1-1.2, §1.7, §6.3). The JWT is signed with the
+ * controller's TLS server key before the write transaction opens (signing is asynchronous); the row is
+ * written inside it. Expiry: 180 minutes, the upstream default router enrollment duration.
+ */
+import { randomUUID } from 'node:crypto';
+import { prepare } from '../../store/entity-table.ts';
+import type { Tx } from '../../store/transaction.ts';
+import type { Db } from '../../store/database.ts';
+import { newEntityId } from '../../ids.ts';
+import { signJwt, type JwtSigningKey } from '../../pki/enrollment-jwt.ts';
+import type { Clock } from '../entity-service.ts';
+
+export type RouterEnrollmentMethod = 'erott' | 'trott';
+
+export const ROUTER_ENROLLMENT_MINUTES = 180;
+
+export interface PendingRouterEnrollment {
+  id: string;
+  method: RouterEnrollmentMethod;
+  routerId: string;
+  token: string;
+  jwt: string;
+  issuedAt: string;
+  expiresAt: string;
+}
+
+export interface RouterEnrollmentSummary {
+  jwt: string;
+  token: string;
+  createdAt: string;
+  expiresAt: string;
+}
+
+export interface RouterEnrollmentOptions {
+  pki: JwtSigningKey;
+  /** `https://<edge API host:port>`, no trailing slash. */
+  issuer: string;
+  clock: Clock;
+}
+
+export function createRouterEnrollments(opts: RouterEnrollmentOptions) {
+  /** Signs a fresh enrollment for the router; nothing is stored yet. */
+  async function prepareEnrollment(routerId: string, method: RouterEnrollmentMethod): Promise<PendingRouterEnrollment> {
+    const now = opts.clock.now();
+    const expires = new Date(now.getTime() + ROUTER_ENROLLMENT_MINUTES * 60_000);
+    const token = randomUUID();
+    // Claim order as upstream: registered claims, then `em` and `ctrls` (null: no control channel advertised).
+    const claims = {
+      iss: opts.issuer,
+      sub: routerId,
+      aud: [''],
+      exp: Math.floor(expires.getTime() / 1000),
+      jti: token,
+      em: method,
+      ctrls: null,
+    };
+    const jwt = await signJwt(claims, opts.pki);
+    return { id: newEntityId(), method, routerId, token, jwt, issuedAt: now.toISOString(), expiresAt: expires.toISOString() };
+  }
+
+  /** Writes a prepared enrollment inside the caller's transaction. */
+  function insert(tx: Tx, e: PendingRouterEnrollment): void {
+    prepare(
+      tx.db,
+      `INSERT INTO enrollments (id, method, router_id, token, jwt, issued_at, expires_at, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(e.id, e.method, e.routerId, e.token, e.jwt, e.issuedAt, e.expiresAt, e.issuedAt, e.issuedAt);
+  }
+
+  function removeAll(tx: Tx, routerId: string): void {
+    prepare(tx.db, 'DELETE FROM enrollments WHERE router_id = ?').run(routerId);
+  }
+
+  return { prepare: prepareEnrollment, insert, removeAll };
+}
+
+export type RouterEnrollments = ReturnType<typeof createRouterEnrollments>;
+
+/** The router's first outstanding enrollment, for the enrollment fields of the read model. */
+export function routerEnrollmentOf(db: Db, routerId: string): RouterEnrollmentSummary | undefined {
+  const row = prepare(db, 'SELECT jwt, token, created_at, expires_at FROM enrollments WHERE router_id = ? ORDER BY created_at, id LIMIT 1').get(routerId) as
+    | { jwt: string; token: string; created_at: string; expires_at: string }
+    | undefined;
+  return row ? { jwt: row.jwt, token: row.token, createdAt: row.created_at, expiresAt: row.expires_at } : undefined;
+}

@@ -1,0 +1,94 @@
+/**
+ * Router (`/routers`, `/transit-routers`) rules beyond generic CRUD (upstream model §3.6): create issues a
+ * `trott` enrollment and takes name, cost, noTraversal, ctrlChanListeners and tags (`disabled` is ignored);
+ * a duplicate name is reported as the shared router name index does; updates change only name, tags and
+ * ctrlChanListeners, and edge routers can not be updated here (409); deleting an edge router here cleans
+ * up exactly as an edge router delete does.
+ */
+import type { Db } from '../../store/database.ts';
+import { prepare, type Values } from '../../store/entity-table.ts';
+import { ApiError, fieldError } from '../../errors.ts';
+import { newShortId } from '../../ids.ts';
+import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
+import type { AccessService } from '../../access/access.service.ts';
+import { cleanupEdgeRouter } from '../edge-routers/edge-router.service.ts';
+import { routerEnrollmentOf, type PendingRouterEnrollment, type RouterEnrollments } from './router-enrollment.ts';
+import { routerResource } from './router.resource.ts';
+
+export interface RouterServiceDeps {
+  db: Db;
+  access: AccessService;
+  enrollments: RouterEnrollments;
+  clock?: Clock;
+}
+
+/** Fields a router update may change; the rest of a PUT/PATCH body is ignored, as upstream. */
+const updatable = new Set(['name', 'tags', 'ctrlChanListeners']);
+
+export function createRouterService({ db, access, enrollments, clock = systemClock }: RouterServiceDeps) {
+  let pending: PendingRouterEnrollment | undefined;
+
+  const entities = createEntityService(
+    routerResource,
+    db,
+    {
+      newId: () => pending?.routerId ?? newShortId(),
+      beforeCreate(tx, values) {
+        const name = values.name as string;
+        if (prepare(tx.db, 'SELECT 1 FROM routers WHERE name = ?').get(name)) {
+          throw fieldError('name', `duplicate value '${name}' in unique index on routers store`, name);
+        }
+        values.disabled = false;
+      },
+      afterCreate(tx) {
+        if (pending) enrollments.insert(tx, pending);
+      },
+      beforeUpdate(_tx, existing, changes) {
+        if (existing.isEdge) throw new ApiError('CAN_NOT_UPDATE_ROUTER');
+        for (const field of Object.keys(changes)) if (!updatable.has(field)) delete changes[field];
+      },
+      beforeDelete(tx, existing) {
+        if (existing.isEdge) cleanupEdgeRouter(tx, access, existing.id as string);
+      },
+    },
+    clock,
+  );
+
+  async function create(body: Record<string, unknown>): Promise<string> {
+    const id = newShortId();
+    pending = await enrollments.prepare(id, 'trott');
+    try {
+      return entities.create(body, { isEdge: false });
+    } finally {
+      pending = undefined;
+    }
+  }
+
+  /** The router read model (routerDetail). Edge routers show as verified base routers, without enrollment. */
+  function present(values: Values): Record<string, unknown> {
+    const detail = routerResource.presentStored(values);
+    const listeners = values.ctrlChanListeners as Record<string, unknown> | null;
+    if (!listeners || Object.keys(listeners).length === 0) delete detail.ctrlChanListeners;
+    detail.fingerprint = values.fingerprint ?? null;
+    detail.unverifiedFingerprint = values.unverifiedFingerprint ?? null;
+    detail.unverifiedCertPem = values.unverifiedCertPem ?? null;
+    detail.isOnline = false;
+    detail.interfaces = null;
+    if (values.isEdge) {
+      detail.isVerified = true;
+    } else if (!values.isVerified) {
+      const enrollment = routerEnrollmentOf(db, values.id as string);
+      if (enrollment) {
+        detail.enrollmentJwt = enrollment.jwt;
+        detail.enrollmentToken = enrollment.token;
+        detail.enrollmentCreatedAt = enrollment.createdAt;
+        detail.enrollmentExpiresAt = enrollment.expiresAt;
+      }
+    }
+    return detail;
+  }
+
+  return { ...entities, create, present };
+}
+
+export type RouterService = ReturnType<typeof createRouterService>;

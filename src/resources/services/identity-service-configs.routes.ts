@@ -1,0 +1,117 @@
+/**
+ * An identity's per-service config overrides (model.md §2.5): at most one config per (identity, service,
+ * config type), a later pair replacing an earlier one; removal goes by the type of the named config; an
+ * empty or absent removal body removes nothing. Every change marks the identity's services as changed.
+ */
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import type { RouteSpec } from '../../http/route.ts';
+import { allowedTo } from '../../http/crud-routes.ts';
+import { IdParams } from '../../http/list-params.ts';
+import { empty, emptyEnvelope, list } from '../../http/envelope.ts';
+import { EntityRef, ListMeta } from '../common.schema.ts';
+import { prepare } from '../../store/entity-table.ts';
+import { withTransaction, type Tx } from '../../store/transaction.ts';
+import type { Db } from '../../store/database.ts';
+import { notFound } from '../../errors.ts';
+import type { AccessService } from '../../access/access.service.ts';
+
+const Pair = Type.Object({ serviceId: Type.String(), configId: Type.String() });
+const Pairs = Type.Array(Pair);
+const OptionalPairs = Type.Unsafe<Array<{ serviceId: string; configId: string }> | null>({ type: ['array', 'null'], items: Pair });
+
+const ServiceConfigDetail = Type.Object({
+  config: EntityRef,
+  configId: Type.String(),
+  service: EntityRef,
+  serviceId: Type.String(),
+});
+
+function ref(entity: string, id: string, name: string) {
+  return { _links: { self: { href: `./${entity}/${id}` } }, entity, id, name };
+}
+
+function identityId(req: FastifyRequest): string {
+  return (req.params as { id: string }).id;
+}
+
+export function identityServiceConfigRoutes(db: Db, access: AccessService): RouteSpec[] {
+  function assertIdentity(handle: Db, id: string): void {
+    if (!prepare(handle, 'SELECT 1 FROM identities WHERE id = ?').get(id)) throw notFound('identity', id);
+  }
+
+  function configType(tx: Tx, configId: string): string {
+    const row = prepare(tx.db, 'SELECT config_type_id FROM configs WHERE id = ?').get(configId) as { config_type_id: string } | undefined;
+    if (!row) throw notFound('config', configId);
+    return row.config_type_id;
+  }
+
+  return [
+    {
+      method: 'GET', url: '/identities/:id/service-configs', operationId: 'listIdentitysServiceConfigs', tag: 'Identity',
+      summary: 'List the service config overrides of an identity', auth: 'session', allow: allowedTo('identity', 'read'),
+      params: IdParams, response: { 200: Type.Object({ data: Type.Array(ServiceConfigDetail), meta: ListMeta }) },
+      handler: (req) => {
+        const id = identityId(req);
+        assertIdentity(db, id);
+        const rows = prepare(
+          db,
+          `SELECT o.service_id, s.name AS service_name, o.config_id, c.name AS config_name
+             FROM identity_service_configs o
+             JOIN services s ON s.id = o.service_id
+             JOIN configs c ON c.id = o.config_id
+            WHERE o.identity_id = ?
+            ORDER BY o.service_id, o.config_type_id`,
+        ).all(id) as Array<{ service_id: string; service_name: string; config_id: string; config_name: string }>;
+        const items = rows.map((r) => ({
+          config: ref('configs', r.config_id, r.config_name),
+          configId: r.config_id,
+          service: ref('services', r.service_id, r.service_name),
+          serviceId: r.service_id,
+        }));
+        return list(items, { limit: items.length, offset: 0, totalCount: items.length });
+      },
+    },
+    {
+      method: 'POST', url: '/identities/:id/service-configs', operationId: 'associateIdentitysServiceConfigs', tag: 'Identity',
+      summary: 'Set service config overrides of an identity', auth: 'session', allow: allowedTo('identity', 'update'),
+      params: IdParams, body: Pairs, response: { 200: emptyEnvelope },
+      handler: (req) => {
+        const id = identityId(req);
+        const pairs = req.body as Array<{ serviceId: string; configId: string }>;
+        withTransaction(db, (tx) => {
+          assertIdentity(tx.db, id);
+          const upsert = prepare(
+            tx.db,
+            `INSERT INTO identity_service_configs (identity_id, service_id, config_type_id, config_id) VALUES (?, ?, ?, ?)
+             ON CONFLICT(identity_id, service_id, config_type_id) DO UPDATE SET config_id = excluded.config_id`,
+          );
+          for (const pair of pairs) {
+            const typeId = configType(tx, pair.configId);
+            if (!prepare(tx.db, 'SELECT 1 FROM services WHERE id = ?').get(pair.serviceId)) throw notFound('service', pair.serviceId);
+            upsert.run(id, pair.serviceId, typeId, pair.configId);
+          }
+          access.touch(tx, [id]);
+        });
+        return empty();
+      },
+    },
+    {
+      method: 'DELETE', url: '/identities/:id/service-configs', operationId: 'disassociateIdentitysServiceConfigs', tag: 'Identity',
+      summary: 'Remove service config overrides of an identity', auth: 'session', allow: allowedTo('identity', 'update'),
+      params: IdParams, body: OptionalPairs, response: { 200: emptyEnvelope },
+      handler: (req) => {
+        const id = identityId(req);
+        const pairs = (req.body as Array<{ serviceId: string; configId: string }> | null | undefined) ?? [];
+        withTransaction(db, (tx) => {
+          assertIdentity(tx.db, id);
+          const remove = prepare(tx.db, 'DELETE FROM identity_service_configs WHERE identity_id = ? AND service_id = ? AND config_type_id = ?');
+          let removed = 0;
+          for (const pair of pairs) removed += remove.run(id, pair.serviceId, configType(tx, pair.configId)).changes;
+          if (removed > 0) access.touch(tx, [id]);
+        });
+        return empty();
+      },
+    },
+  ];
+}

@@ -1,0 +1,386 @@
+/**
+ * Sessions: the right of one API session to dial or bind one service, and the edge routers a client
+ * may use for it. Creating one applies upstream's rules in order (service visible, requested
+ * permission, posture, a shared edge router), stores the record (its internal token is its id),
+ * reuses the existing session of the same (API session, service, type), and signs the session JWT
+ * with the resolved id so `jti` always names a stored session.
+ *
+ * Sessions disappear with their API session, service or identity through the store's cascades.
+ * Posture data does not exist yet, so any posture check on a policy fails that policy.
+ */
+import type { Db } from '../../store/database.ts';
+import { prepare, selectPage } from '../../store/entity-table.ts';
+import { withTransaction } from '../../store/transaction.ts';
+import { compileListQuery, type ListParams } from '../../query/index.ts';
+import { idSetCondition } from '../../query/dialect.ts';
+import { filterableFields, type SymbolTable } from '../../query/symbols.ts';
+import { ApiError, fieldError, notFound } from '../../errors.ts';
+import { newCuid } from '../../ids.ts';
+import { signJwt, verifyJwt, type JwtSigningKey } from '../../pki/enrollment-jwt.ts';
+import type { AccessService } from '../../access/access.service.ts';
+import type { PolicyType } from '../../access/access-index.ts';
+import type { Caller } from '../../http/caller.ts';
+import { isAdmin } from '../../auth/permissions.ts';
+import type { Clock, Page } from '../entity-service.ts';
+import { edgeRouterViewSymbols, sessionSymbols } from './session.resource.ts';
+
+/** Upstream caps the edge routers of a session (and of a service's router list) at 25. */
+export const MAX_SESSION_EDGE_ROUTERS = 25;
+
+/** Routers never connect to this controller (no data plane), so their sync state is always unknown. */
+const SYNC_STATUS_UNKNOWN = 'SYNC_UNKNOWN';
+
+export interface SessionRecord {
+  id: string;
+  token: string;
+  type: PolicyType;
+  apiSessionId: string;
+  identityId: string;
+  serviceId: string;
+  servicePolicies: string[];
+  createdAt: string;
+  updatedAt: string;
+  tags: Record<string, unknown>;
+}
+
+export interface SessionServiceDeps {
+  db: Db;
+  access: AccessService;
+  /** The controller key that signs session JWTs (the TLS server key, as upstream). */
+  signer: JwtSigningKey;
+  /** `iss` of session JWTs: the controller's advertised base URL. */
+  issuer: string;
+  clock: Clock;
+  /** Controller start: the floor of `lastChangeAt` in service-updates. */
+  startedAt: Date;
+}
+
+export interface ListPage<T> {
+  items: T[];
+  page: Page;
+  filterableFields: string[];
+}
+
+function decode(row: Record<string, unknown>): SessionRecord {
+  return {
+    id: row.id as string,
+    token: row.token as string,
+    type: row.session_type as PolicyType,
+    apiSessionId: row.api_session_id as string,
+    identityId: row.identity_id as string,
+    serviceId: row.service_id as string,
+    servicePolicies: JSON.parse((row.service_policies as string | undefined) ?? '[]') as string[],
+    createdAt: row.created_at as string,
+    updatedAt: row.updated_at as string,
+    tags: JSON.parse(row.tags as string) as Record<string, unknown>,
+  };
+}
+
+function jsonObject(text: unknown): Record<string, string> {
+  if (typeof text !== 'string' || text === '') return {};
+  const parsed = JSON.parse(text) as unknown;
+  return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, string>) : {};
+}
+
+/** A body member matched case-insensitively, as Go's JSON decoding matches keys (exact spelling first). */
+function member(body: Record<string, unknown>, name: string): unknown {
+  if (name in body) return body[name];
+  const lower = name.toLowerCase();
+  const key = Object.keys(body).find((k) => k.toLowerCase() === lower);
+  return key === undefined ? undefined : body[key];
+}
+
+/** commonEdgeRouterProperties of a `routers` row (never online: there is no data plane yet). */
+export function edgeRouterProperties(row: Record<string, unknown>): Record<string, unknown> {
+  return {
+    cost: row.cost as number,
+    disabled: row.disabled === 1,
+    hostname: (row.hostname as string | null) ?? '',
+    isOnline: false,
+    name: row.name as string,
+    noTraversal: row.no_traversal === 1,
+    supportedProtocols: jsonObject(row.supported_protocols),
+    syncStatus: SYNC_STATUS_UNKNOWN,
+  };
+}
+
+/** One page of `source` rows: the caller's filter, sort and paging within a fixed restriction. */
+function page(db: Db, source: string, symbols: SymbolTable, req: ListParams, restrict: { sql: string; params: unknown[] } | undefined) {
+  const q = compileListQuery(symbols, req);
+  const { rows, totalCount } = selectPage(db, source, {
+    where: restrict ? `(${restrict.sql}) AND (${q.where})` : q.where,
+    params: restrict ? [...restrict.params, ...q.params] : q.params,
+    orderBy: q.orderBy,
+    limit: q.limit,
+    offset: q.offset,
+  });
+  return { rows, page: { limit: q.limit, offset: q.offset, totalCount, unlimited: q.unlimited }, filterableFields: filterableFields(symbols) };
+}
+
+export function createSessionService(deps: SessionServiceDeps) {
+  const { db, access, signer, issuer, clock, startedAt } = deps;
+
+  function find(id: string): SessionRecord | undefined {
+    const row = prepare(db, 'SELECT * FROM sessions WHERE id = ?').get(id) as Record<string, unknown> | undefined;
+    return row ? decode(row) : undefined;
+  }
+
+  /** Rows of the edge routers the identity may use for the service (both policy kinds), by name, at most 25. */
+  function edgeRouterRows(identityId: string, serviceId: string): Array<Record<string, unknown>> {
+    const ids = access.index.edgeRoutersFor(identityId, serviceId);
+    if (ids.size === 0) return [];
+    const cond = idSetCondition('id', ids);
+    return prepare(db, `SELECT * FROM routers WHERE is_edge = 1 AND ${cond.sql} ORDER BY name, id LIMIT ${MAX_SESSION_EDGE_ROUTERS}`).all(
+      ...cond.params,
+    ) as Array<Record<string, unknown>>;
+  }
+
+  /** sessionEdgeRouter entries of a session: the common properties plus `urls`. */
+  function sessionEdgeRouters(identityId: string, serviceId: string): Array<Record<string, unknown>> {
+    return edgeRouterRows(identityId, serviceId).map((row) => {
+      const props = edgeRouterProperties(row);
+      return { ...props, urls: { ...(props.supportedProtocols as Record<string, string>) } };
+    });
+  }
+
+  /**
+   * Posture rule of session creation: when posture checks exist and policies of the requested type link
+   * identity and service, at least one of them must pass all of its checks. Without posture data a
+   * policy passes only when it has no checks. Returns the passing policy ids (empty when no check exists).
+   */
+  function evaluatePosture(identityId: string, serviceId: string, type: PolicyType): string[] {
+    const index = access.index;
+    if (index.entityCount('postureCheck') === 0) return [];
+    const linking = index.linkingServicePolicies(identityId, serviceId, type).sort();
+    if (linking.length === 0) return [];
+    const passing = linking.filter((policyId) => index.membersOf(policyId, 'postureCheckRoles').size === 0);
+    if (passing.length > 0) return passing;
+    const typeOf = prepare(db, 'SELECT type_id FROM posture_checks WHERE id = ?');
+    const data: Record<string, unknown> = {};
+    for (const policyId of linking) {
+      data[policyId] = [...index.membersOf(policyId, 'postureCheckRoles')].sort().map((checkId) => ({
+        id: checkId,
+        typeId: (typeOf.get(checkId) as { type_id: string } | undefined)?.type_id ?? '',
+        isPassing: false,
+      }));
+    }
+    throw new ApiError('INVALID_POSTURE', {
+      cause: { message: `Failed to pass posture checks for service policies: [${linking.join(' ')}]`, data },
+    });
+  }
+
+  /** The JWT of a session (claims of upstream's service access token, legacy flavour). */
+  function sessionJwt(s: SessionRecord): Promise<string> {
+    const now = clock.now();
+    const exp = new Date(now.getTime());
+    exp.setUTCFullYear(exp.getUTCFullYear() + 1);
+    return signJwt(
+      {
+        iss: issuer,
+        sub: s.serviceId,
+        aud: ['openziti'],
+        iat: Math.floor(now.getTime() / 1000),
+        jti: s.id,
+        exp: Math.floor(exp.getTime() / 1000),
+        z_asid: s.apiSessionId,
+        z_iid: s.identityId,
+        z_t: 's',
+        z_st: s.type,
+        z_leg: true,
+      },
+      signer,
+    );
+  }
+
+  /** `POST /sessions`: the rules in upstream's order, then store (or reuse) and sign. */
+  async function create(caller: Caller, body: Record<string, unknown>): Promise<{ record: SessionRecord; jwt: string }> {
+    const identityId = caller.identity.id;
+    const serviceIdValue = member(body, 'serviceId');
+    const serviceId = typeof serviceIdValue === 'string' ? serviceIdValue : '';
+    const index = access.index;
+    const perms = index.hasEntity('service', serviceId) ? index.permissions(identityId, serviceId) : { dial: false, bind: false };
+    if (!perms.dial && !perms.bind) throw notFound('service', serviceId);
+    const typeValue = member(body, 'type');
+    const type = (typeof typeValue === 'string' ? typeValue : 'Dial') as PolicyType | 'Invalid';
+    const tags = member(body, 'tags');
+    if ((type === 'Dial' && !perms.dial) || (type === 'Bind' && !perms.bind) || (type !== 'Dial' && type !== 'Bind')) {
+      throw fieldError('ServiceId', 'service not found', serviceId);
+    }
+    const servicePolicies = evaluatePosture(identityId, serviceId, type);
+    if (index.edgeRoutersFor(identityId, serviceId).size === 0) throw new ApiError('NO_EDGE_ROUTERS_AVAILABLE');
+
+    const record = withTransaction(db, (tx) => {
+      const existing = prepare(tx.db, 'SELECT * FROM sessions WHERE api_session_id = ? AND service_id = ? AND session_type = ?').get(
+        caller.apiSession.id,
+        serviceId,
+        type,
+      ) as Record<string, unknown> | undefined;
+      if (existing) return decode(existing);
+      const now = clock.now().toISOString();
+      const id = newCuid();
+      const fresh: SessionRecord = {
+        id,
+        token: id,
+        type,
+        apiSessionId: caller.apiSession.id,
+        identityId,
+        serviceId,
+        servicePolicies,
+        createdAt: now,
+        updatedAt: now,
+        tags: tags && typeof tags === 'object' ? (tags as Record<string, unknown>) : {},
+      };
+      prepare(
+        tx.db,
+        `INSERT INTO sessions (id, token, session_type, api_session_id, identity_id, service_id, service_policies, created_at, updated_at, tags)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(id, id, type, fresh.apiSessionId, identityId, serviceId, JSON.stringify(servicePolicies), now, now, JSON.stringify(fresh.tags));
+      return fresh;
+    });
+    return { record, jwt: await sessionJwt(record) };
+  }
+
+  function entityRef(entity: string, id: string, name: string) {
+    return { _links: { self: { href: `./${entity}/${id}` } }, entity, id, name };
+  }
+
+  /** sessionManagementDetail; `token` is the JWT on create and the stored internal token otherwise. */
+  function present(s: SessionRecord, token: string = s.token): Record<string, unknown> {
+    const serviceName = (prepare(db, 'SELECT name FROM services WHERE id = ?').get(s.serviceId) as { name: string } | undefined)?.name ?? '';
+    const policyName = prepare(db, 'SELECT name FROM service_policies WHERE id = ?');
+    const servicePolicies: Array<Record<string, unknown>> = [];
+    for (const policyId of s.servicePolicies) {
+      const row = policyName.get(policyId) as { name: string } | undefined;
+      if (row) servicePolicies.push(entityRef('service-policies', policyId, row.name));
+    }
+    return {
+      _links: { self: { href: `./sessions/${s.id}` }, 'route-path': { href: `./sessions/${s.id}/route-path` } },
+      createdAt: s.createdAt,
+      id: s.id,
+      tags: s.tags,
+      updatedAt: s.updatedAt,
+      apiSession: entityRef('api-sessions', s.apiSessionId, ''),
+      apiSessionId: s.apiSessionId,
+      edgeRouters: sessionEdgeRouters(s.identityId, s.serviceId),
+      identityId: s.identityId,
+      service: entityRef('services', s.serviceId, serviceName),
+      serviceId: s.serviceId,
+      servicePolicies,
+      token,
+      type: s.type,
+    };
+  }
+
+  /** Sessions, filtered and paged; `identityId` restricts them to one identity's API sessions. */
+  function list(req: ListParams, identityId?: string): ListPage<SessionRecord> {
+    const r = page(db, 'sessions', sessionSymbols, req, identityId ? { sql: 'e.identity_id = ?', params: [identityId] } : undefined);
+    return { items: r.rows.map(decode), page: r.page, filterableFields: r.filterableFields };
+  }
+
+  /** Client list: admins see every session, others those of their own identity. */
+  function listForCaller(caller: Caller, req: ListParams): ListPage<SessionRecord> {
+    return list(req, isAdmin(caller.identity) ? undefined : caller.identity.id);
+  }
+
+  /** A session of the caller's own identity (admins too), else 404. */
+  function getOwn(caller: Caller, id: string): SessionRecord {
+    const s = find(id);
+    if (!s || s.identityId !== caller.identity.id) throw notFound('session', id);
+    return s;
+  }
+
+  function get(id: string): SessionRecord {
+    const s = find(id);
+    if (!s) throw notFound('session', id);
+    return s;
+  }
+
+  function remove(id: string): void {
+    withTransaction(db, (tx) => {
+      if (prepare(tx.db, 'DELETE FROM sessions WHERE id = ?').run(id).changes === 0) throw notFound('session', id);
+    });
+  }
+
+  function removeOwn(caller: Caller, id: string): void {
+    withTransaction(db, (tx) => {
+      const changed = prepare(tx.db, 'DELETE FROM sessions WHERE id = ? AND identity_id = ?').run(id, caller.identity.id).changes;
+      if (changed === 0) throw notFound('session', id);
+    });
+  }
+
+  /**
+   * Checks a `session-token` header: a JWT we signed, for a session (`z_t` "s") of this service held by
+   * the caller's identity. Anything else is refused as not authorized.
+   */
+  async function assertSessionToken(caller: Caller, serviceId: string, token: string): Promise<void> {
+    let claims: Record<string, unknown>;
+    try {
+      claims = await verifyJwt(token, signer, { currentDate: clock.now() });
+    } catch {
+      throw new ApiError('UNAUTHORIZED');
+    }
+    const aud = claims.aud;
+    const audOk = Array.isArray(aud) ? aud.includes('openziti') : aud === 'openziti';
+    if (claims.z_t !== 's' || claims.iss !== issuer || !audOk || claims.sub !== serviceId || claims.z_iid !== caller.identity.id) {
+      throw new ApiError('UNAUTHORIZED');
+    }
+  }
+
+  /** Client `GET /services/{id}/edge-routers`: routers shared by ERPs and SERPs (404 unless dial/bind). */
+  async function serviceEdgeRouters(caller: Caller, serviceId: string, sessionToken: string | undefined): Promise<Array<Record<string, unknown>>> {
+    if (sessionToken !== undefined) await assertSessionToken(caller, serviceId, sessionToken);
+    const index = access.index;
+    const perms = index.hasEntity('service', serviceId) ? index.permissions(caller.identity.id, serviceId) : { dial: false, bind: false };
+    if (!perms.dial && !perms.bind) throw notFound('service', serviceId);
+    return edgeRouterRows(caller.identity.id, serviceId).map(edgeRouterProperties);
+  }
+
+  /** Client `GET /current-identity/edge-routers`: verified edge routers (admins: all; others: by ERP). */
+  function currentIdentityEdgeRouters(caller: Caller, req: ListParams): ListPage<Record<string, unknown>> {
+    const conditions = ['e.is_edge = 1', 'e.is_verified = 1'];
+    const params: unknown[] = [];
+    if (!isAdmin(caller.identity)) {
+      const cond = idSetCondition('e.id', access.index.edgeRoutersOfIdentity(caller.identity.id));
+      conditions.push(cond.sql);
+      params.push(...cond.params);
+    }
+    const r = page(db, 'routers', edgeRouterViewSymbols, req, { sql: conditions.join(' AND '), params });
+    const items = r.rows.map((row) => ({
+      _links: { self: { href: `./edge-routers/${row.id as string}` } },
+      createdAt: row.created_at,
+      id: row.id,
+      tags: JSON.parse(row.tags as string) as Record<string, unknown>,
+      updatedAt: row.updated_at,
+      ...edgeRouterProperties(row),
+    }));
+    return { items, page: r.page, filterableFields: r.filterableFields };
+  }
+
+  /**
+   * `lastChangeAt` of service-updates: the identity's last service-change mark; without one, the API
+   * session's creation or the controller start, whichever is later.
+   */
+  function lastServiceChange(caller: Caller): string {
+    const mark = access.lastChangeAt(caller.identity.id);
+    if (mark) return mark;
+    const created = Date.parse(caller.apiSession.createdAt);
+    return new Date(Math.max(created, startedAt.getTime())).toISOString();
+  }
+
+  return {
+    create,
+    present,
+    find,
+    get,
+    getOwn,
+    list,
+    listForCaller,
+    remove,
+    removeOwn,
+    serviceEdgeRouters,
+    currentIdentityEdgeRouters,
+    lastServiceChange,
+  };
+}
+
+export type SessionService = ReturnType<typeof createSessionService>;

@@ -1,0 +1,62 @@
+/**
+ * Terminator operations: the uniform CRUD, a service's terminators on the management API, and the same
+ * list on the client API, where it exists only for callers that may dial or bind the service (404
+ * otherwise; admins see every service).
+ */
+import type { FastifyRequest } from 'fastify';
+import type { RouteSpec } from '../../http/route.ts';
+import { allowedTo, crudRoutes } from '../../http/crud-routes.ts';
+import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
+import { list, listEnvelope } from '../../http/envelope.ts';
+import { callerOf } from '../../http/caller.ts';
+import { isAdmin } from '../../auth/permissions.ts';
+import { notFound } from '../../errors.ts';
+import { prepare } from '../../store/entity-table.ts';
+import type { Db } from '../../store/database.ts';
+import type { AccessService } from '../../access/access.service.ts';
+import { clientTerminatorDetail, terminatorResource } from './terminator.resource.ts';
+import type { TerminatorService } from './terminator.service.ts';
+
+const idOf = (req: FastifyRequest) => (req.params as { id: string }).id;
+
+function assertService(db: Db, id: string): void {
+  if (!prepare(db, 'SELECT 1 FROM services WHERE id = ?').get(id)) throw notFound('service', id);
+}
+
+export function terminatorRoutes(db: Db, terminators: TerminatorService): RouteSpec[] {
+  return [
+    ...crudRoutes(terminatorResource, terminators, { tag: 'Terminator' }),
+    {
+      method: 'GET', url: '/services/:id/terminators', operationId: 'listServiceTerminators', tag: 'Service',
+      summary: 'List the terminators of a service', auth: 'session', allow: allowedTo('terminator', 'read'),
+      params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(terminatorResource.schemas.detail) },
+      handler: (req) => {
+        const id = idOf(req);
+        assertService(db, id);
+        const r = terminators.listForService(id, listRequest(req));
+        return list(r.items.map(terminators.present), r.page, r.filterableFields);
+      },
+    },
+  ];
+}
+
+export function clientTerminatorRoutes(db: Db, access: AccessService, terminators: TerminatorService): RouteSpec[] {
+  return [
+    {
+      method: 'GET', url: '/services/:id/terminators', operationId: 'listServiceTerminators', tag: 'Service',
+      summary: 'List the terminators of a service the caller may use', auth: 'session',
+      params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(clientTerminatorDetail) },
+      handler: (req) => {
+        const id = idOf(req);
+        const caller = callerOf(req);
+        if (!isAdmin(caller.identity)) {
+          const p = access.index.permissions(caller.identity.id, id);
+          if (!p.dial && !p.bind) throw notFound('service', id);
+        }
+        assertService(db, id);
+        const r = terminators.listForService(id, listRequest(req));
+        return list(r.items.map(terminators.presentForClient), r.page, r.filterableFields);
+      },
+    },
+  ];
+}

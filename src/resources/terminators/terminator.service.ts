@@ -1,0 +1,101 @@
+/**
+ * Terminator rules beyond generic CRUD (upstream model §5): the service and router must exist (404); an
+ * empty binding becomes `udp` for `udp:` addresses and `transport` otherwise; an unknown precedence is
+ * stored as `default`; the service is fixed at create (updates leave it unchanged).
+ */
+import type { Db } from '../../store/database.ts';
+import { prepare, type Values } from '../../store/entity-table.ts';
+import type { Tx } from '../../store/transaction.ts';
+import { notFound } from '../../errors.ts';
+import { createEntityService, systemClock, type Clock, type ListRequest } from '../entity-service.ts';
+import type { EntityRef } from '../common.schema.ts';
+import { terminatorResource } from './terminator.resource.ts';
+
+const precedences = new Set(['default', 'required', 'failed']);
+
+function defaultBinding(address: unknown): string {
+  return typeof address === 'string' && address.startsWith('udp:') ? 'udp' : 'transport';
+}
+
+function normalizePrecedence(value: unknown): string {
+  return typeof value === 'string' && precedences.has(value) ? value : 'default';
+}
+
+function assertExists(tx: Tx, table: string, singular: string, id: unknown): void {
+  if (!prepare(tx.db, `SELECT 1 FROM ${table} WHERE id = ?`).get(id)) throw notFound(singular, String(id));
+}
+
+export function createTerminatorService(db: Db, clock: Clock = systemClock) {
+  const entities = createEntityService(
+    terminatorResource,
+    db,
+    {
+      beforeCreate(tx, values) {
+        assertExists(tx, 'services', 'service', values.service);
+        assertExists(tx, 'routers', 'router', values.router);
+        if (!values.binding) values.binding = defaultBinding(values.address);
+        values.precedence = normalizePrecedence(values.precedence);
+      },
+      beforeUpdate(tx, existing, changes) {
+        delete changes.service;
+        if (changes.router !== undefined) assertExists(tx, 'routers', 'router', changes.router);
+        if (changes.binding !== undefined && !changes.binding) defaultBindingFor(changes, existing);
+        if (changes.precedence !== undefined) changes.precedence = normalizePrecedence(changes.precedence);
+      },
+    },
+    clock,
+  );
+
+  function defaultBindingFor(changes: Values, existing: Values): void {
+    changes.binding = defaultBinding(changes.address ?? existing.address);
+  }
+
+  function ref(entity: string, id: string, name: string): EntityRef {
+    return { _links: { self: { href: `./${entity}/${id}` } }, entity, id, name };
+  }
+
+  function nameOf(table: string, id: string): string {
+    const row = prepare(db, `SELECT name FROM ${table} WHERE id = ?`).get(id) as { name: string } | undefined;
+    return row?.name ?? '';
+  }
+
+  /** The management read model (terminatorDetail). */
+  function present(values: Values): Record<string, unknown> {
+    const detail = terminatorResource.presentStored(values);
+    const serviceId = values.service as string;
+    const routerId = values.router as string;
+    detail.serviceId = serviceId;
+    detail.service = ref('services', serviceId, nameOf('services', serviceId));
+    detail.routerId = routerId;
+    detail.router = ref('transit-routers', routerId, nameOf('routers', routerId));
+    detail.identity = values.identity ?? '';
+    detail.precedence = normalizePrecedence(values.precedence);
+    detail.dynamicCost = 0;
+    return detail;
+  }
+
+  /** The client read model (terminatorClientDetail). */
+  function presentForClient(values: Values): Record<string, unknown> {
+    const serviceId = values.service as string;
+    return {
+      _links: terminatorResource.links(values.id as string),
+      createdAt: values.createdAt,
+      id: values.id,
+      tags: values.tags ?? {},
+      updatedAt: values.updatedAt,
+      identity: values.identity ?? '',
+      routerId: values.router,
+      service: ref('services', serviceId, nameOf('services', serviceId)),
+      serviceId,
+    };
+  }
+
+  /** A page of one service's terminators. */
+  function listForService(serviceId: string, req: ListRequest) {
+    return entities.list(req, { sql: 'e.service_id = ?', params: [serviceId] });
+  }
+
+  return { ...entities, present, presentForClient, listForService };
+}
+
+export type TerminatorService = ReturnType<typeof createTerminatorService>;

@@ -1,0 +1,377 @@
+/**
+ * Management posture checks: create and read every type (OS, MAC, DOMAIN, PROCESS, PROCESS_MULTI, MFA),
+ * the fields each type requires, the stored form of type-specific fields, the version counter, put and
+ * patch, role attributes (with roleFilter and the role-attribute list), delete, unknown ids, permissions,
+ * and the read-only posture check types.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestController, uniqueName, type TestController } from '../../support/controller.ts';
+import type { HttpResponse } from '../../support/client.ts';
+import { createUserWithPassword } from '../../support/factories.ts';
+import { assertMatchesReference } from '../../support/reference-spec.ts';
+import { TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
+
+const tc: TestController = await startTestController();
+
+/** Stored string sets read back as null when empty (upstream's nil sets). */
+const DETAIL_NULLS = { allowNullAt: ['/data/operatingSystems/*/versions'] };
+
+function q(filter: string): string {
+  return encodeURIComponent(filter);
+}
+
+async function create(b: Record<string, unknown>): Promise<string> {
+  const res = await tc.mgmt.post('/posture-checks', { name: uniqueName('pc'), ...b });
+  assert.equal(res.status, 201, res.text);
+  assertMatchesReference('management', 'POST', '/posture-checks', 201, res.body);
+  return res.body.data.id;
+}
+
+async function detail(id: string): Promise<Record<string, any>> {
+  const res = await tc.mgmt.get(`/posture-checks/${id}`);
+  assert.equal(res.status, 200, res.text);
+  assertMatchesReference('management', 'GET', '/posture-checks/{id}', 200, res.body, DETAIL_NULLS);
+  return res.body.data;
+}
+
+async function count(): Promise<number> {
+  const res = await tc.mgmt.get('/posture-checks?limit=1');
+  assert.equal(res.status, 200, res.text);
+  return res.body.meta.pagination.totalCount;
+}
+
+async function expectRejected(b: Record<string, unknown>, check: (res: HttpResponse) => void): Promise<void> {
+  const before = await count();
+  const res = await tc.mgmt.post('/posture-checks', { name: uniqueName('bad'), ...b });
+  check(res);
+  assert.equal(await count(), before, 'nothing was created');
+}
+
+/** The fields of a read model beside the base and common ones. */
+function own(d: Record<string, unknown>): Record<string, unknown> {
+  const { _links, createdAt, updatedAt, id, tags, name, typeId, version, roleAttributes, ...rest } = d;
+  return rest;
+}
+
+describe('POST /posture-checks: every type', () => {
+  it('creates a DOMAIN check with the common read model: version 1, role attributes, links', async () => {
+    const name = uniqueName('domain');
+    const id = await create({ name, typeId: 'DOMAIN', domains: ['b.example', 'a.example', 'b.example'], roleAttributes: ['#odd', 'x', 'x'], tags: { k: 'v' } });
+    const d = await detail(id);
+    assert.equal(d.name, name);
+    assert.equal(d.typeId, 'DOMAIN');
+    assert.equal(d.version, 1);
+    assert.deepEqual(d.roleAttributes, ['#odd', 'x'], 'no prefix check for posture checks; a sorted set');
+    assert.deepEqual(d.tags, { k: 'v' });
+    assert.deepEqual(d._links, { self: { href: `./posture-checks/${id}` } });
+    assert.match(d.createdAt, TIMESTAMP);
+    assert.deepEqual(own(d), { domains: ['a.example', 'b.example'] });
+  });
+
+  it('creates MAC, OS, PROCESS, PROCESS_MULTI and MFA checks with their own fields', async () => {
+    const mac = await detail(await create({ typeId: 'MAC', macAddresses: ['aabbccddeeff', '001122334455'] }));
+    assert.deepEqual(own(mac), { macAddresses: ['001122334455', 'aabbccddeeff'] });
+
+    const os = await detail(
+      await create({
+        typeId: 'OS',
+        operatingSystems: [
+          { type: 'Windows', versions: ['>=10.0.19041', '>=10.0.19041'] },
+          { type: 'Linux', versions: [] },
+          { type: 'Android', versions: ['>=11.0.0'] },
+        ],
+      }),
+    );
+    assert.deepEqual(own(os), {
+      operatingSystems: [
+        { type: 'Android', versions: ['>=11.0.0'] },
+        { type: 'Linux', versions: null },
+        { type: 'Windows', versions: ['>=10.0.19041'] },
+      ],
+    });
+
+    const process = await detail(await create({ typeId: 'PROCESS', process: { osType: 'Linux', path: '/usr/bin/agent', hashes: ['bb', 'aa'] } }));
+    assert.deepEqual(own(process), { process: { osType: 'Linux', path: '/usr/bin/agent', hashes: ['aa', 'bb'] } });
+    const signed = await detail(await create({ typeId: 'PROCESS', process: { osType: 'Windows', path: 'C:\\agent.exe', signerFingerprint: 'ff00' } }));
+    assert.deepEqual(own(signed), { process: { osType: 'Windows', path: 'C:\\agent.exe', signerFingerprint: 'ff00' } });
+
+    const multi = await detail(
+      await create({
+        typeId: 'PROCESS_MULTI',
+        semantic: 'AnyOf',
+        processes: [
+          { osType: 'macOS', path: '/Applications/A.app', signerFingerprints: ['s1'] },
+          { osType: 'Linux', path: '/bin/b' },
+        ],
+      }),
+    );
+    assert.deepEqual(own(multi), {
+      processes: [
+        { osType: 'macOS', path: '/Applications/A.app', signerFingerprints: ['s1'] },
+        { osType: 'Linux', path: '/bin/b' },
+      ],
+      semantic: 'AnyOf',
+    });
+
+    const mfa = await detail(await create({ typeId: 'MFA', timeoutSeconds: 300, promptOnWake: true }));
+    assert.deepEqual(own(mfa), { timeoutSeconds: 300, promptOnWake: true, promptOnUnlock: false, ignoreLegacyEndpoints: false });
+    const noTimeout = await detail(await create({ typeId: 'MFA', timeoutSeconds: 0 }));
+    assert.equal(noTimeout.timeoutSeconds, -1, 'a timeout of 0 or less means none (-1)');
+    assert.equal((await detail(await create({ typeId: 'MFA' }))).timeoutSeconds, -1);
+  });
+
+  it('requires name and typeId, and the fields of the type', async () => {
+    await expectRejected({ typeId: 'DOMAIN', domains: ['x'], name: undefined }, (res) => assertFieldError(res, 'name'));
+    await expectRejected({ domains: ['x'] }, (res) => {
+      assertFieldError(res, 'typeId');
+      assert.equal(res.body.error.cause.reason, 'typeId in body is required');
+    });
+    await expectRejected({ typeId: 'NOPE' }, (res) => assertFieldError(res, 'typeId'));
+    await expectRejected({ typeId: 'DOMAIN' }, (res) => {
+      assertFieldError(res, 'domains');
+      assert.equal(res.body.error.cause.reason, 'domains in body is required');
+    });
+    await expectRejected({ typeId: 'MAC', domains: ['x'] }, (res) => assertFieldError(res, 'macAddresses'));
+    await expectRejected({ typeId: 'OS' }, (res) => assertFieldError(res, 'operatingSystems'));
+    await expectRejected({ typeId: 'PROCESS' }, (res) => assertFieldError(res, 'process'));
+    await expectRejected({ typeId: 'PROCESS_MULTI', semantic: 'AllOf' }, (res) => assertFieldError(res, 'processes'));
+    await expectRejected({ typeId: 'PROCESS_MULTI', processes: [{ osType: 'Linux', path: '/x' }] }, (res) => assertFieldError(res, 'semantic'));
+  });
+
+  it('validates the shape of type fields', async () => {
+    await expectRejected({ typeId: 'DOMAIN', domains: [] }, (res) => assertFieldError(res, 'domains'));
+    await expectRejected({ typeId: 'OS', operatingSystems: [{ type: 'BeOS', versions: [] }] }, (res) => assertFieldError(res, 'operatingSystems.0.type'));
+    await expectRejected({ typeId: 'OS', operatingSystems: [{ type: 'Linux' }] }, (res) => assertFieldError(res, 'operatingSystems.0.versions'));
+    await expectRejected({ typeId: 'PROCESS', process: { osType: 'Linux' } }, (res) => assertFieldError(res, 'process.path'));
+    await expectRejected({ typeId: 'PROCESS_MULTI', semantic: 'Both', processes: [{ osType: 'Linux', path: '/x' }] }, (res) => assertFieldError(res, 'semantic'));
+    await expectRejected({ typeId: 'MFA', timeoutSeconds: 'soon' }, (res) => assertFieldError(res, 'timeoutSeconds'));
+  });
+
+  it('refuses a duplicate name', async () => {
+    const name = uniqueName('dup');
+    await create({ name, typeId: 'MFA' });
+    await expectRejected({ name, typeId: 'MFA' }, (res) => {
+      assertFieldError(res, 'name');
+      assert.equal(res.body.error.cause.reason, 'name must be unique');
+    });
+  });
+});
+
+describe('PUT and PATCH /posture-checks/{id}', () => {
+  it('patch changes the supplied fields, keeps the others and increments the version', async () => {
+    const id = await create({ typeId: 'MFA', timeoutSeconds: 60, promptOnWake: true, roleAttributes: ['a'] });
+    assertEmptyOk(await tc.mgmt.patch(`/posture-checks/${id}`, { typeId: 'MFA', promptOnUnlock: true, timeoutSeconds: null }));
+    let d = await detail(id);
+    assert.equal(d.version, 2);
+    assert.deepEqual(own(d), { timeoutSeconds: 60, promptOnWake: true, promptOnUnlock: true, ignoreLegacyEndpoints: false });
+    assert.deepEqual(d.roleAttributes, ['a']);
+    assertEmptyOk(await tc.mgmt.patch(`/posture-checks/${id}`, { typeId: 'MFA', roleAttributes: ['b', 'a'] }));
+    d = await detail(id);
+    assert.equal(d.version, 3);
+    assert.deepEqual(d.roleAttributes, ['a', 'b']);
+  });
+
+  it('patch requires typeId and validates fields', async () => {
+    const id = await create({ typeId: 'DOMAIN', domains: ['x'] });
+    const before = await detail(id);
+    assertFieldError(await tc.mgmt.patch(`/posture-checks/${id}`, { domains: ['y'] }), 'typeId');
+    assertFieldError(await tc.mgmt.patch(`/posture-checks/${id}`, { typeId: 'DOMAIN', domains: [] }), 'domains');
+    assertFieldError(await tc.mgmt.patch(`/posture-checks/${id}`, { typeId: 'MAC' }), 'macAddresses');
+    assert.deepEqual(await detail(id), before);
+  });
+
+  it('put replaces every field; typeId may be omitted and the type fields of the stored type are required', async () => {
+    const id = await create({ typeId: 'DOMAIN', domains: ['x'], roleAttributes: ['r'], tags: { a: 'b' } });
+    const name = uniqueName('put');
+    assertFieldError(await tc.mgmt.put(`/posture-checks/${id}`, { name }), 'domains');
+    assertFieldError(await tc.mgmt.put(`/posture-checks/${id}`, { domains: ['z'] }), 'name');
+    assertEmptyOk(await tc.mgmt.put(`/posture-checks/${id}`, { name, domains: ['z'] }));
+    const d = await detail(id);
+    assert.equal(d.name, name);
+    assert.equal(d.typeId, 'DOMAIN');
+    assert.equal(d.version, 2);
+    assert.deepEqual(d.roleAttributes, []);
+    assert.deepEqual(d.tags, {});
+    assert.deepEqual(own(d), { domains: ['z'] });
+  });
+
+  it('put may change the type when it carries the new type fields', async () => {
+    const id = await create({ typeId: 'DOMAIN', domains: ['x'] });
+    assertEmptyOk(await tc.mgmt.put(`/posture-checks/${id}`, { name: uniqueName('to-mac'), typeId: 'MAC', macAddresses: ['001122334455'] }));
+    const d = await detail(id);
+    assert.equal(d.typeId, 'MAC');
+    assert.deepEqual(own(d), { macAddresses: ['001122334455'] });
+  });
+});
+
+describe('service-update marks', () => {
+  it('a change of a check marks the identities of the service policies that include it, and no one else', async () => {
+    const db = tc.controller.db;
+    const identity = async () => {
+      const res = await tc.mgmt.post('/identities', { name: uniqueName('i'), type: 'User', isAdmin: false });
+      assert.equal(res.status, 201, res.text);
+      return res.body.data.id as string;
+    };
+    const included = await identity();
+    const unrelated = await identity();
+    const svc = await tc.mgmt.post('/services', { name: uniqueName('svc'), encryptionRequired: true });
+    assert.equal(svc.status, 201, svc.text);
+    const check = await create({ typeId: 'MFA' });
+    const policy = await tc.mgmt.post('/service-policies', {
+      name: uniqueName('sp'), type: 'Dial', semantic: 'AllOf',
+      identityRoles: [`@${included}`], serviceRoles: [`@${svc.body.data.id}`], postureCheckRoles: [`@${check}`],
+    });
+    assert.equal(policy.status, 201, policy.text);
+    const marked = (id: string) => db.prepare('SELECT 1 FROM identity_service_marks WHERE identity_id = ?').get(id) !== undefined;
+    const clear = () => db.prepare('DELETE FROM identity_service_marks WHERE identity_id IN (?, ?)').run(included, unrelated);
+
+    clear();
+    assertEmptyOk(await tc.mgmt.patch(`/posture-checks/${check}`, { typeId: 'MFA', timeoutSeconds: 60 }));
+    assert.equal(marked(included), true);
+    assert.equal(marked(unrelated), false);
+
+    clear();
+    assertEmptyOk(await tc.mgmt.delete(`/posture-checks/${check}`));
+    assert.equal(marked(included), true);
+    assert.equal(marked(unrelated), false);
+  });
+});
+
+describe('GET /posture-checks', () => {
+  it('filters, sorts, pages and applies roleFilter/roleSemantic', async () => {
+    const tag = uniqueName('L').replace(/-/g, '');
+    const a = await create({ name: `${tag}-a`, typeId: 'MFA', roleAttributes: [`${tag}x`, `${tag}y`] });
+    const b = await create({ name: `${tag}-b`, typeId: 'DOMAIN', domains: ['d'], roleAttributes: [`${tag}x`] });
+    const c = await create({ name: `${tag}-c`, typeId: 'MAC', macAddresses: ['m'] });
+    const names = async (query: string) => {
+      const res = await tc.mgmt.get(`/posture-checks?${query}`);
+      assert.equal(res.status, 200, res.text);
+      assertMatchesReference('management', 'GET', '/posture-checks', 200, res.body);
+      return res.body.data.map((p: { name: string }) => p.name);
+    };
+    const mine = `name contains "${tag}"`;
+    assert.deepEqual(await names(`filter=${q(`${mine} sort by name desc`)}`), [`${tag}-c`, `${tag}-b`, `${tag}-a`]);
+    assert.deepEqual(await names(`filter=${q(`${mine} and typeId = "MAC"`)}`), [`${tag}-c`]);
+    assert.deepEqual(await names(`filter=${q(`${mine} and anyOf(roleAttributes) = "${tag}y"`)}`), [`${tag}-a`]);
+    assert.deepEqual(await names(`filter=${q(`${mine} and version = 1 sort by name`)}&limit=1&offset=2`), [`${tag}-c`]);
+    assert.deepEqual(await names(`filter=${q('sort by name')}&roleFilter=${q(`#${tag}x`)}&roleFilter=${q(`#${tag}y`)}`), [`${tag}-a`]);
+    assert.deepEqual(
+      await names(`filter=${q('sort by name')}&roleFilter=${q(`#${tag}x`)}&roleFilter=${q(`#${tag}y`)}&roleSemantic=AnyOf`),
+      [`${tag}-a`, `${tag}-b`],
+    );
+    assert.deepEqual(await names(`filter=${q('sort by name')}&roleFilter=${q(`@${c}`)}`), [`${tag}-c`]);
+    void a;
+    void b;
+  });
+
+  it('lists the role attributes in use by posture checks', async () => {
+    const attr = uniqueName('pcra').replace(/-/g, '');
+    await create({ typeId: 'MFA', roleAttributes: [attr] });
+    const res = await tc.mgmt.get(`/posture-check-role-attributes?filter=${q(`id = "${attr}"`)}`);
+    assert.equal(res.status, 200, res.text);
+    assertMatchesReference('management', 'GET', '/posture-check-role-attributes', 200, res.body);
+    assert.deepEqual(res.body.data, [attr]);
+  });
+});
+
+describe('DELETE /posture-checks/{id} and unknown ids', () => {
+  it('deletes a check', async () => {
+    const id = await create({ typeId: 'MFA' });
+    assertEmptyOk(await tc.mgmt.delete(`/posture-checks/${id}`));
+    assertError(await tc.mgmt.get(`/posture-checks/${id}`), 404, 'NOT_FOUND');
+  });
+
+  it('answers every operation on an unknown id with 404 NOT_FOUND', async () => {
+    for (const res of [
+      await tc.mgmt.get('/posture-checks/nope'),
+      await tc.mgmt.put('/posture-checks/nope', { name: uniqueName('x'), typeId: 'MFA' }),
+      await tc.mgmt.patch('/posture-checks/nope', { typeId: 'MFA' }),
+      await tc.mgmt.delete('/posture-checks/nope'),
+    ]) {
+      assertError(res, 404, 'NOT_FOUND');
+      assert.deepEqual(res.body.error.cause, { code: 'UNHANDLED', message: 'postureCheck with id nope not found' });
+    }
+  });
+});
+
+describe('GET /posture-check-types', () => {
+  it('lists the five built-in types in id order with the upstream wire form', async () => {
+    const res = await tc.mgmt.get('/posture-check-types');
+    assert.equal(res.status, 200, res.text);
+    assertMatchesReference('management', 'GET', '/posture-check-types', 200, res.body, {
+      allowNullAt: ['/data/*/version', '/data/*/operatingSystems/*/versions'],
+    });
+    assert.deepEqual(res.body.data.map((t: { id: string }) => t.id), ['DOMAIN', 'MAC', 'OS', 'PROCESS', 'PROCESS_MULTI']);
+    assert.equal(res.body.meta.pagination.totalCount, 5);
+    const os = res.body.data.find((t: { id: string }) => t.id === 'OS');
+    assert.equal(os.name, 'Operating System Check');
+    assert.equal(os.version, null);
+    assert.deepEqual(os.operatingSystems, [
+      { type: 'Android', versions: ['10', '11', '9'] },
+      { type: 'Linux', versions: ['4.14', '4.19', '5.4', '5.9'] },
+      { type: 'Windows', versions: ['10', '2000', '7', '8', 'Vista'] },
+      { type: 'iOS', versions: ['11', '12'] },
+      { type: 'macOS', versions: ['10.15', '11.0'] },
+    ]);
+    const multi = res.body.data.find((t: { id: string }) => t.id === 'PROCESS_MULTI');
+    assert.deepEqual(multi.operatingSystems, [
+      { type: 'Linux', versions: null },
+      { type: 'Windows', versions: null },
+      { type: 'macOS', versions: null },
+    ]);
+    const names = Object.fromEntries(res.body.data.map((t: { id: string; name: string }) => [t.id, t.name]));
+    assert.deepEqual(names, {
+      DOMAIN: 'Windows Domain Check',
+      MAC: 'MAC Address Check',
+      OS: 'Operating System Check',
+      PROCESS: 'Process Check',
+      PROCESS_MULTI: 'Process Multi Check',
+    });
+  });
+
+  it('shows one type, filters the list, and answers an unknown type with 404', async () => {
+    const res = await tc.mgmt.get('/posture-check-types/MAC');
+    assert.equal(res.status, 200, res.text);
+    assertMatchesReference('management', 'GET', '/posture-check-types/{id}', 200, res.body, { allowNullAt: ['/data/version'] });
+    assert.deepEqual(res.body.data.operatingSystems.map((o: { type: string }) => o.type), ['Android', 'Linux', 'Windows', 'macOS']);
+    const filtered = await tc.mgmt.get(`/posture-check-types?filter=${q('name contains "Process" sort by name desc')}`);
+    assert.deepEqual(filtered.body.data.map((t: { id: string }) => t.id), ['PROCESS_MULTI', 'PROCESS']);
+    assertError(await tc.mgmt.get('/posture-check-types/MFA'), 404, 'NOT_FOUND');
+  });
+
+  it('keeps the types unchanged across a restart', async () => {
+    const before = (await tc.mgmt.get('/posture-check-types')).body.data;
+    await tc.restart();
+    const token = await tc.login('admin', 'admin-password-for-tests');
+    const res = await tc.mgmt.as({ token }).get('/posture-check-types');
+    assert.deepEqual(res.body.data, before);
+    tc.mgmt = tc.mgmt.as({ token });
+  });
+});
+
+describe('posture check permissions', () => {
+  it('answers a non-admin identity with 401 UNAUTHORIZED and lets posture-check.read read', async () => {
+    const id = await create({ typeId: 'MFA' });
+    const user = await createUserWithPassword(tc);
+    const asUser = tc.mgmt.as({ token: user.token });
+    for (const res of [
+      await asUser.get('/posture-checks'),
+      await asUser.post('/posture-checks', { name: uniqueName('x'), typeId: 'MFA' }),
+      await asUser.get(`/posture-checks/${id}`),
+      await asUser.patch(`/posture-checks/${id}`, { typeId: 'MFA', promptOnWake: true }),
+      await asUser.put(`/posture-checks/${id}`, { name: uniqueName('x'), typeId: 'MFA' }),
+      await asUser.delete(`/posture-checks/${id}`),
+      await asUser.get('/posture-check-types'),
+      await asUser.get('/posture-check-role-attributes'),
+    ]) {
+      assertError(res, 401, 'UNAUTHORIZED');
+    }
+    const reader = await createUserWithPassword(tc, { permissions: ['posture-check.read'] });
+    const asReader = tc.mgmt.as({ token: reader.token });
+    assert.equal((await asReader.get(`/posture-checks/${id}`)).status, 200);
+    assert.equal((await asReader.get('/posture-check-types')).status, 200);
+    assertError(await asReader.delete(`/posture-checks/${id}`), 401, 'UNAUTHORIZED');
+    assert.equal((await detail(id)).version, 1);
+  });
+});
