@@ -3,7 +3,7 @@
  * called, inside each write transaction, by every write that can change access: entity role attributes,
  * entity deletes (which also strip `@id` from policy role lists, as upstream), and policy writes. Each
  * call records the identities whose visible services changed (`identity_service_marks`, read by
- * service-updates). Should the transaction roll back, the index reloads itself from the store.
+ * service-updates) and ends their sessions for services they may no longer use. Should the transaction roll back, the index reloads itself from the store.
  *
  * It also owns the role-list rules every policy shares: syntax, `#all` alone, `@id` existence, the
  * sorted de-duplicated form that is stored, and the `*RolesDisplay` read model.
@@ -12,6 +12,7 @@ import type { Db } from '../store/database.ts';
 import { prepare } from '../store/entity-table.ts';
 import type { Tx } from '../store/transaction.ts';
 import { fieldError } from '../errors.ts';
+import { idSetCondition } from '../query/dialect.ts';
 import { parseRoleRef, type Semantic } from '../policy/role-ref.ts';
 import type { Clock } from '../resources/entity-service.ts';
 import { AccessIndex, policyRoleFields, roleFieldKind, type AccessChange, type EntityKind, type PolicyInput, type PolicyKind, type RoleField } from './access-index.ts';
@@ -121,8 +122,25 @@ export function createAccessService(db: Db, clock: Clock) {
     for (const id of identityIds) if (index.hasEntity('identity', id)) upsert.run(id, now);
   }
 
+  /**
+   * Marks the affected identities and ends their sessions for services they may no longer use with that
+   * session's type (upstream's service policy enforcer does the same in the background).
+   */
   function record(tx: Tx, change: AccessChange): AccessChange {
+    if (change.affectedIdentities.size === 0) return change;
     touch(tx, change.affectedIdentities);
+    const ids = idSetCondition('identity_id', change.affectedIdentities);
+    const sessions = tx.db.prepare(`SELECT id, identity_id, service_id, session_type FROM sessions WHERE ${ids.sql}`).all(...ids.params) as Array<{
+      id: string;
+      identity_id: string;
+      service_id: string;
+      session_type: string;
+    }>;
+    const remove = prepare(tx.db, 'DELETE FROM sessions WHERE id = ?');
+    for (const session of sessions) {
+      const allowed = index.permissions(session.identity_id, session.service_id);
+      if (!(session.session_type === 'Bind' ? allowed.bind : allowed.dial)) remove.run(session.id);
+    }
     return change;
   }
 

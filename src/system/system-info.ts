@@ -18,15 +18,28 @@ export interface SystemInfoSources {
   documents: () => Record<string, Record<string, unknown>>;
 }
 
-/** Record types counted by `/summary`, under upstream's keys, with their tables. */
+/** Record types counted by `/summary`, under upstream's keys, with their tables (and a condition where needed). */
 const summaryTables: Record<string, string> = {
   apiSessions: 'api_sessions',
   authPolicies: 'auth_policies',
   authenticators: 'authenticators',
   configTypes: 'config_types',
+  configs: 'configs',
   controllers: 'controllers',
+  edgeRouterPolicies: 'edge_router_policies',
+  enrollments: 'enrollments',
   identities: 'identities',
   identityTypes: 'identity_types',
+  postureCheckTypes: 'posture_check_types',
+  postureChecks: 'posture_checks',
+  routers: 'routers',
+  'routers.edge': 'routers WHERE is_edge = 1',
+  serviceEdgeRouterPolicies: 'service_edge_router_policies',
+  servicePolicies: 'service_policies',
+  services: 'services',
+  'services.edge': 'services',
+  sessions: 'sessions',
+  terminators: 'terminators',
 };
 
 export const clientPath = '/edge/client/v1';

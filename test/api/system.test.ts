@@ -109,6 +109,16 @@ describe('informational lists', () => {
     assert.equal(res.body.data.identities, 1);
     assert.equal(res.body.data.identityTypes, 2);
     assert.equal(res.body.data.configTypes, 7);
+    assert.equal(res.body.data.postureCheckTypes, 5);
+    for (const key of ['services', 'services.edge', 'routers', 'routers.edge', 'servicePolicies', 'edgeRouterPolicies', 'serviceEdgeRouterPolicies', 'sessions', 'terminators', 'configs', 'postureChecks', 'enrollments']) {
+      assert.equal(res.body.data[key], 0, key);
+    }
+    const router = await tc.mgmt.post('/edge-routers', { name: 'summary-router' });
+    assert.equal(router.status, 201, router.text);
+    const after = (await tc.mgmt.get('/summary')).body.data;
+    assert.equal(after['routers.edge'], 1);
+    assert.equal(after.routers, 1);
+    assert.equal(after.enrollments, 1);
     assert.equal((await tc.http.get('/edge/management/v1/summary')).status, 401);
   });
 });

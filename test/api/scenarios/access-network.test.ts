@@ -173,6 +173,20 @@ test('changing a policy type moves its identities from Dial to Bind', async () =
   assert.deepEqual((await clientServices(alice))[wikiName], ['Dial']);
 });
 
+test('losing a policy ends the sessions it allowed', async () => {
+  const session = await bob.client.post('/sessions', { serviceId: wiki, type: 'Dial' });
+  assert.equal(session.status, 201, session.text);
+  const id = session.body.data.id as string;
+  assert.equal((await bob.client.get(`/sessions/${id}`)).status, 200);
+  assert.equal((await tc.mgmt.patch(`/identities/${bob.id}`, { roleAttributes: ['eu'] })).status, 200);
+  assertError(await bob.client.get(`/sessions/${id}`), 404, 'NOT_FOUND');
+  // A session for a service still granted (hr, through #all) survives the same change.
+  const hrSession = await bob.client.post('/sessions', { serviceId: hr, type: 'Dial' });
+  assert.equal(hrSession.status, 201, hrSession.text);
+  assert.equal((await tc.mgmt.patch(`/identities/${bob.id}`, { roleAttributes: ['eu', 'other'] })).status, 200);
+  assert.equal((await bob.client.get(`/sessions/${hrSession.body.data.id}`)).status, 200);
+});
+
 test('deleting an identity strips its @id from policies', async () => {
   const res = await tc.mgmt.delete(`/identities/${carol.id}`);
   assert.equal(res.status, 200, res.text);
