@@ -13,7 +13,7 @@ import { newShortId } from '../../ids.ts';
 import { idSetCondition } from '../../query/dialect.ts';
 import { createEntityService, isoNow, systemClock, type Clock, type ListRequest } from '../entity-service.ts';
 import { normalizeRoleAttributes, type AccessService } from '../../access/access.service.ts';
-import { routerEnrollmentOf, type PendingRouterEnrollment, type RouterEnrollments } from '../routers/router-enrollment.ts';
+import { enrollmentFieldsOf, type PendingRouterEnrollment, type RouterEnrollments } from '../routers/router-enrollment.ts';
 import { edgeRouterResource } from './edge-router.resource.ts';
 
 const EDGE_ONLY = { sql: 'e.is_edge = 1', params: [] as unknown[] };
@@ -196,13 +196,7 @@ export function createEdgeRouterService({ db, access, enrollments, clock = syste
     detail.syncStatus = 'SYNC_UNKNOWN';
     detail.interfaces = null;
     if (!values.isVerified) {
-      const enrollment = routerEnrollmentOf(db, values.id as string);
-      if (enrollment) {
-        detail.enrollmentJwt = enrollment.jwt;
-        detail.enrollmentToken = enrollment.token;
-        detail.enrollmentCreatedAt = enrollment.createdAt;
-        detail.enrollmentExpiresAt = enrollment.expiresAt;
-      }
+      Object.assign(detail, enrollmentFieldsOf(db, values.id as string));
     }
     return detail;
   }

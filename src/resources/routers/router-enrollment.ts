@@ -85,3 +85,15 @@ export function routerEnrollmentOf(db: Db, routerId: string): RouterEnrollmentSu
     | undefined;
   return row ? { jwt: row.jwt, token: row.token, createdAt: row.created_at, expiresAt: row.expires_at } : undefined;
 }
+
+/** The read model's enrollment fields of a router that is not verified yet (none once it is). */
+export function enrollmentFieldsOf(db: Db, routerId: string): Record<string, string> {
+  const enrollment = routerEnrollmentOf(db, routerId);
+  if (!enrollment) return {};
+  return {
+    enrollmentJwt: enrollment.jwt,
+    enrollmentToken: enrollment.token,
+    enrollmentCreatedAt: enrollment.createdAt,
+    enrollmentExpiresAt: enrollment.expiresAt,
+  };
+}

@@ -12,7 +12,7 @@ import { newShortId } from '../../ids.ts';
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
 import type { AccessService } from '../../access/access.service.ts';
 import { cleanupEdgeRouter } from '../edge-routers/edge-router.service.ts';
-import { routerEnrollmentOf, type PendingRouterEnrollment, type RouterEnrollments } from './router-enrollment.ts';
+import { enrollmentFieldsOf, type PendingRouterEnrollment, type RouterEnrollments } from './router-enrollment.ts';
 import { routerResource } from './router.resource.ts';
 
 export interface RouterServiceDeps {
@@ -77,13 +77,7 @@ export function createRouterService({ db, access, enrollments, clock = systemClo
     if (values.isEdge) {
       detail.isVerified = true;
     } else if (!values.isVerified) {
-      const enrollment = routerEnrollmentOf(db, values.id as string);
-      if (enrollment) {
-        detail.enrollmentJwt = enrollment.jwt;
-        detail.enrollmentToken = enrollment.token;
-        detail.enrollmentCreatedAt = enrollment.createdAt;
-        detail.enrollmentExpiresAt = enrollment.expiresAt;
-      }
+      Object.assign(detail, enrollmentFieldsOf(db, values.id as string));
     }
     return detail;
   }
