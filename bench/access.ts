@@ -8,7 +8,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureAccessDataset, BENCH_USER_PASSWORD } from './datasets/access.ts';
 import { BENCH_ADMIN_PASSWORD } from './datasets/identities.ts';
-import { apiClient, fetchOnce, fmt, killChildren, measure, ms, spawnReady, stopChild, type Row } from './lib.ts';
+import { comparisonTable, apiClient, fetchOnce, fmt, killChildren, measure, ms, spawnReady, stopChild, type Row } from './lib.ts';
 
 export interface AccessSuiteOptions {
   identities: number;
@@ -131,13 +131,7 @@ export async function runAccessSuite(opts: AccessSuiteOptions): Promise<void> {
       '',
       ...scenarios.map((s) => `- ${s.id}: \`${s.method} ${s.path}\` (${s.label})`),
       '',
-      '| Scenario | Server | req/s | p50 ms | p99 ms | non-2xx | errors | % of bare |',
-      '|---|---|---:|---:|---:|---:|---:|---:|',
-      ...rows.map((r) => {
-        const bareRow = rows.find((b) => b.scenario === r.scenario && b.server !== 'Portcullis')!;
-        const pct = r.server === 'Portcullis' ? `${((r.rps / bareRow.rps) * 100).toFixed(1)}%` : '100%';
-        return `| ${r.scenario} | ${r.server} | ${fmt(r.rps)} | ${ms(r.p50)} | ${ms(r.p99)} | ${r.non2xx} | ${r.errors} | ${pct} |`;
-      }),
+      ...comparisonTable(rows),
       '',
       `Policy change affecting all ${fmt(identities)} identities (PATCH identityRoles to \`#all\` and back, ${POLICY_CHANGES} requests, each ` +
         `re-evaluating the policy and marking every affected identity's service-updates time): median ${fmt(median, 1)} ms, ` +

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_ADMIN_PASSWORD, ensureIdentityDataset } from './datasets/identities.ts';
-import { fetchOnce, fmt, HOST, killChildren, measure, ms, spawnReady, stopChild, type Row } from './lib.ts';
+import { comparisonTable, fetchOnce, fmt, HOST, killChildren, measure, ms, spawnReady, stopChild, type Row } from './lib.ts';
 
 export interface SuiteOptions {
   identities: number;
@@ -108,13 +108,7 @@ export async function runIdentitySuite({ identities, duration, connections }: Su
       '',
       ...SCENARIOS.map((s) => `- ${s.id}: \`GET ${s.path}\` (${s.label})`),
       '',
-      '| Scenario | Server | req/s | p50 ms | p99 ms | non-2xx | errors | % of bare |',
-      '|---|---|---:|---:|---:|---:|---:|---:|',
-      ...rows.map((r) => {
-        const bareRow = rows.find((b) => b.scenario === r.scenario && b.server !== 'Portcullis')!;
-        const pct = r.server === 'Portcullis' ? `${((r.rps / bareRow.rps) * 100).toFixed(1)}%` : '100%';
-        return `| ${r.scenario} | ${r.server} | ${fmt(r.rps)} | ${ms(r.p50)} | ${ms(r.p99)} | ${r.non2xx} | ${r.errors} | ${pct} |`;
-      }),
+      ...comparisonTable(rows),
       '',
     ];
     const report = lines.join('\n');

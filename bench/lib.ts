@@ -185,3 +185,16 @@ export function killChildrenOnExit(): void {
     });
   }
 }
+
+/** Markdown rows comparing each scenario's Portcullis row with the bare server's. */
+export function comparisonTable(rows: readonly Row[]): string[] {
+  return [
+    '| Scenario | Server | req/s | p50 ms | p99 ms | non-2xx | errors | % of bare |',
+    '|---|---|---:|---:|---:|---:|---:|---:|',
+    ...rows.map((r) => {
+      const bareRow = rows.find((b) => b.scenario === r.scenario && b.server !== 'Portcullis')!;
+      const pct = r.server === 'Portcullis' ? `${((r.rps / bareRow.rps) * 100).toFixed(1)}%` : '100%';
+      return `| ${r.scenario} | ${r.server} | ${fmt(r.rps)} | ${ms(r.p50)} | ${ms(r.p99)} | ${r.non2xx} | ${r.errors} | ${pct} |`;
+    }),
+  ];
+}

@@ -80,18 +80,3 @@ export const sessionSymbols: SymbolTable = {
     type: { kind: 'scalar', type: 'string', sql: 'e.session_type' },
   },
 };
-
-/** Edge-router symbols for the caller's own edge-router list (`routers` rows with is_edge = 1). */
-export const edgeRouterViewSymbols: SymbolTable = {
-  idSql: 'e.id',
-  symbols: {
-    ...baseSymbols(),
-    name: { kind: 'scalar', type: 'string', sql: 'e.name' },
-    isVerified: { kind: 'scalar', type: 'bool', sql: 'e.is_verified' },
-    isTunnelerEnabled: { kind: 'scalar', type: 'bool', sql: 'e.is_tunneler_enabled' },
-    cost: { kind: 'scalar', type: 'int', sql: 'e.cost' },
-    noTraversal: { kind: 'scalar', type: 'bool', sql: 'e.no_traversal' },
-    disabled: { kind: 'scalar', type: 'bool', sql: 'e.disabled' },
-    roleAttributes: { kind: 'set', elementType: 'string', table: 'router_role_attributes', ownerColumn: 'router_id', valueColumn: 'attribute' },
-  },
-};

@@ -22,7 +22,8 @@ import type { PolicyType } from '../../access/access-index.ts';
 import type { Caller } from '../../http/caller.ts';
 import { isAdmin } from '../../auth/permissions.ts';
 import type { Clock, Page } from '../entity-service.ts';
-import { edgeRouterViewSymbols, sessionSymbols } from './session.resource.ts';
+import { sessionSymbols } from './session.resource.ts';
+import { edgeRouterResource } from '../edge-routers/edge-router.resource.ts';
 
 /** Upstream caps the edge routers of a session (and of a service's router list) at 25. */
 export const MAX_SESSION_EDGE_ROUTERS = 25;
@@ -344,7 +345,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       conditions.push(cond.sql);
       params.push(...cond.params);
     }
-    const r = page(db, 'routers', edgeRouterViewSymbols, req, { sql: conditions.join(' AND '), params });
+    const r = page(db, 'routers', edgeRouterResource.symbols, req, { sql: conditions.join(' AND '), params });
     const items = r.rows.map((row) => ({
       _links: { self: { href: `./edge-routers/${row.id as string}` } },
       createdAt: row.created_at,
