@@ -37,6 +37,7 @@ import { createSessionService } from './resources/sessions/session.service.ts';
 import { managementApi } from './api/management.ts';
 import { clientApi } from './api/client.ts';
 import { versionRoutes, cacertsRoute } from './system/system.routes.ts';
+import type { EnrollMethod } from './enrollment/enroll-method.ts';
 import type { Services } from './api/services.ts';
 import type { ApiDefinition } from './http/route.ts';
 import type { Resource } from './resources/define-resource.ts';
@@ -122,8 +123,12 @@ export async function startController(config: Config): Promise<RunningController
     });
 
     const routerEnrollments = createRouterEnrollments({ pki, issuer: base, clock });
+    // Each enrollment method registers here; the enroll routes dispatch on the wire name.
+    const enrollMethods: EnrollMethod[] = [];
+
     const services: Services = {
       db,
+      enrollMethods,
       access,
       identities,
       authenticators,

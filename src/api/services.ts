@@ -1,6 +1,7 @@
 /**
  * The set of domain services the API modules mount routes for. Built once in controller.ts.
  */
+import type { EnrollMethod } from '../enrollment/enroll-method.ts';
 import type { Db } from '../store/database.ts';
 import type { IdentityService } from '../resources/identities/identity.service.ts';
 import type { AuthenticatorService } from '../resources/authenticators/authenticator.service.ts';
@@ -52,4 +53,6 @@ export interface Services {
   terminators: TerminatorService;
   /** Sessions (dial/bind grants), the client's edge-router views and service-update marks. */
   sessions: SessionService;
+  /** Enrollment strategies by wire name, served by the enroll routes. */
+  enrollMethods: EnrollMethod[];
 }
