@@ -30,6 +30,8 @@ declare module 'autocannon' {
     url: string;
     connections?: number;
     duration?: number;
+    /** Stop after this many requests in total, even before `duration` ends. */
+    maxOverallRequests?: number;
     pipelining?: number;
     timeout?: number;
     method?: string;

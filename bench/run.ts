@@ -1,10 +1,11 @@
 /**
  * Benchmark entry point: runs the selected suites against freshly started controllers on loopback.
- * Usage: npm run bench [-- --suite identities|access|all --identities N --services M --duration S --connections C]
+ * Usage: npm run bench [-- --suite identities|access|enrollment|all --identities N --services M --enrollments E --duration S --connections C]
  * See bench/README.md.
  */
 import { runIdentitySuite } from './identities.ts';
 import { runAccessSuite } from './access.ts';
+import { runEnrollmentSuite } from './enrollment.ts';
 import { killChildren, killChildrenOnExit } from './lib.ts';
 
 const args = process.argv.slice(2);
@@ -17,7 +18,7 @@ function opt(name: string, fallback: number): number {
 }
 const suiteIndex = args.indexOf('--suite');
 const suite = suiteIndex >= 0 ? args[suiteIndex + 1] : 'all';
-if (!['identities', 'access', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access or all');
+if (!['identities', 'access', 'enrollment', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access, enrollment or all');
 const duration = opt('--duration', 10);
 const connections = opt('--connections', 16);
 
@@ -28,6 +29,9 @@ try {
   }
   if (suite === 'access' || suite === 'all') {
     await runAccessSuite({ identities: opt('--access-identities', 10_000), services: opt('--services', 1_000), duration, connections });
+  }
+  if (suite === 'enrollment' || suite === 'all') {
+    await runEnrollmentSuite({ enrollments: opt('--enrollments', 250), duration, connections });
   }
 } catch (err: unknown) {
   console.error(err instanceof Error ? err.stack : err);

@@ -26,6 +26,15 @@ import { createApiSessionService } from './auth/api-session.service.ts';
 import { createAuthenticationService } from './auth/authentication.service.ts';
 import { createAuthPolicyReader } from './auth/auth-policy-reader.ts';
 import { createPasswordMethod } from './auth/methods/password.ts';
+import { createCertMethod } from './auth/methods/cert.ts';
+import { createCaService } from './resources/cas/ca.service.ts';
+import { createCertificateExtension } from './resources/authenticators/certificate-extension.ts';
+import { createOttcaEnrollMethod } from './enrollment/methods/ottca.ts';
+import { createCaEnrollMethod } from './enrollment/methods/ca.ts';
+import { createExtJwtMethod } from './auth/methods/ext-jwt.ts';
+import { createSignerTokens } from './resources/external-jwt-signers/signer-tokens.ts';
+import { createExternalJwtSignerService } from './resources/external-jwt-signers/external-jwt-signer.service.ts';
+import { createTokenEnrollMethod } from './enrollment/methods/token.ts';
 import { bootstrapRecords, controllerInstanceId, type AdminCredentials } from './system/bootstrap.ts';
 import { advertisedBaseUrl, clientPath, createSystemInfo, managementPath, portcullisVersion } from './system/system-info.ts';
 import { createControllerService } from './resources/controllers/controller.service.ts';
@@ -38,6 +47,10 @@ import { managementApi } from './api/management.ts';
 import { clientApi } from './api/client.ts';
 import { versionRoutes, cacertsRoute } from './system/system.routes.ts';
 import type { EnrollMethod } from './enrollment/enroll-method.ts';
+import { createRouterEnrollMethods } from './enrollment/methods/router.ts';
+import { createEnrollmentService } from './enrollment/enrollment.service.ts';
+import { createOttEnrollMethod } from './enrollment/methods/ott.ts';
+import { createUpdbEnrollMethod } from './enrollment/methods/updb.ts';
 import type { Services } from './api/services.ts';
 import type { ApiDefinition } from './http/route.ts';
 import type { Resource } from './resources/define-resource.ts';
@@ -78,18 +91,25 @@ export async function startController(config: Config): Promise<RunningController
     const clock = systemClock;
     const access = createAccessService(db, clock);
     access.load();
-    const identities = createIdentityService(db, access, clock);
+    const enrollments = createEnrollmentService({ db, pki, issuer: advertisedBaseUrl(config.advertise, config.port), clock });
+    const identities = createIdentityService(db, access, clock, enrollments);
     const configTypes = createConfigTypeService(db, clock);
     const configs = createConfigService(db, access, configTypes, clock);
     const edgeServices = createServiceService(db, access, clock);
     const serviceViews = createServiceViews(db, access, clock);
     const authenticators = createAuthenticatorService(db, certificateInspector(), clock);
+    const cas = createCaService({ db, signer: pki, issuer: advertisedBaseUrl(config.advertise, config.port), clock });
+    const signerTokens = createSignerTokens(db);
     const apiSessions = createApiSessionService({ db, clock, timeoutMs: config.apiSessionTimeoutMs });
     const auth = createAuthenticationService({
       db,
       identities,
       apiSessions,
-      methods: [createPasswordMethod({ authenticators, identities, policies: createAuthPolicyReader(db) })],
+      methods: [
+        createPasswordMethod({ authenticators, identities, policies: createAuthPolicyReader(db) }),
+        createCertMethod({ db, caBundlePem: pki.caBundlePem, cas, identities, policies: createAuthPolicyReader(db), clock }),
+        createExtJwtMethod({ db, signers: signerTokens, identities, policies: createAuthPolicyReader(db) }),
+      ],
     });
 
     const startedAt = new Date();
@@ -125,10 +145,18 @@ export async function startController(config: Config): Promise<RunningController
     const routerEnrollments = createRouterEnrollments({ pki, issuer: base, clock });
     // Each enrollment method registers here; the enroll routes dispatch on the wire name.
     const enrollMethods: EnrollMethod[] = [];
+    enrollMethods.push(createOttcaEnrollMethod({ db, cas, clock }), createCaEnrollMethod({ db, cas, access, clock }));
+    enrollMethods.push(createTokenEnrollMethod({ db, access, signers: signerTokens, pki, clock }));
+    enrollMethods.push(...createRouterEnrollMethods({ db, pki, clock }));
+    enrollMethods.push(createOttEnrollMethod({ db, pki, clock }), createUpdbEnrollMethod({ db, clock }));
 
     const services: Services = {
       db,
+      cas,
+      certificateExtension: createCertificateExtension({ db, pki, clock }),
       enrollMethods,
+      enrollments,
+      externalJwtSigners: createExternalJwtSignerService(db, clock),
       access,
       identities,
       authenticators,

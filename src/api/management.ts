@@ -22,6 +22,11 @@ import { managementSessionRoutes } from '../resources/sessions/session.routes.ts
 import { edgeRouterRoutes } from '../resources/edge-routers/edge-router.routes.ts';
 import { routerRoutes } from '../resources/routers/router.routes.ts';
 import { terminatorRoutes } from '../resources/terminators/terminator.routes.ts';
+import { caRoutes } from '../resources/cas/ca.routes.ts';
+import { certificateExtensionRoutes } from '../resources/authenticators/certificate-extension.routes.ts';
+import { externalJwtSignerRoutes } from '../resources/external-jwt-signers/external-jwt-signer.routes.ts';
+import { enrollmentRoutes } from '../resources/enrollments/enrollment.routes.ts';
+import { networkJwtRoute } from '../enrollment/enroll.routes.ts';
 
 export function managementApi(s: Services): ApiDefinition {
   return {
@@ -47,6 +52,11 @@ export function managementApi(s: Services): ApiDefinition {
       ...edgeRouterRoutes(s.db, s.access, s.edgeRouters),
       ...routerRoutes(s.routers),
       ...terminatorRoutes(s.db, s.terminators),
+      ...caRoutes(s.cas),
+      ...certificateExtensionRoutes(s.certificateExtension),
+      ...externalJwtSignerRoutes(s.externalJwtSigners),
+      ...enrollmentRoutes(s.enrollments, s.identities),
+      networkJwtRoute(s.enrollments),
     ],
   };
 }

@@ -2,6 +2,9 @@
  * The set of domain services the API modules mount routes for. Built once in controller.ts.
  */
 import type { EnrollMethod } from '../enrollment/enroll-method.ts';
+import type { EnrollmentService } from '../enrollment/enrollment.service.ts';
+import type { CaService } from '../resources/cas/ca.service.ts';
+import type { CertificateExtension } from '../resources/authenticators/certificate-extension.ts';
 import type { Db } from '../store/database.ts';
 import type { IdentityService } from '../resources/identities/identity.service.ts';
 import type { AuthenticatorService } from '../resources/authenticators/authenticator.service.ts';
@@ -23,9 +26,14 @@ import type { ConfigTypeService } from '../resources/config-types/config-type.se
 import type { ConfigService } from '../resources/configs/config.service.ts';
 import type { ServiceEntityService } from '../resources/services/service.service.ts';
 import type { ServiceViews } from '../resources/services/service-view.ts';
+import type { ExternalJwtSignerService } from '../resources/external-jwt-signers/external-jwt-signer.service.ts';
 
 export interface Services {
   db: Db;
+  /** Third-party CAs: CRUD, verification, and the trust pools of enrollment and cert login. */
+  cas: CaService;
+  /** The caller's certificate extension (extend, extend-verify). */
+  certificateExtension: CertificateExtension;
   access: AccessService;
   identities: IdentityService;
   authenticators: AuthenticatorService;
@@ -55,4 +63,8 @@ export interface Services {
   sessions: SessionService;
   /** Enrollment strategies by wire name, served by the enroll routes. */
   enrollMethods: EnrollMethod[];
+  /** Identity enrollments (create, refresh, delete, authenticator re-enroll) and the network JWT. */
+  enrollments: EnrollmentService;
+  /** External JWT signers (ext-jwt authentication and token enrollment). */
+  externalJwtSigners: ExternalJwtSignerService;
 }

@@ -38,6 +38,8 @@ export interface NewApiSession {
   isMfaRequired?: boolean;
   isCertExtendable?: boolean;
   improperClientCertChain?: boolean;
+  isCertExtendRequested?: boolean;
+  isCertKeyRollRequested?: boolean;
 }
 
 export function hashToken(token: string): string {
@@ -91,8 +93,8 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
       isMfaRequired: s.isMfaRequired ?? false,
       isMfaComplete: false,
       isCertExtendable: s.isCertExtendable ?? false,
-      isCertExtendRequested: false,
-      isCertKeyRollRequested: false,
+      isCertExtendRequested: s.isCertExtendRequested ?? false,
+      isCertKeyRollRequested: s.isCertKeyRollRequested ?? false,
       improperClientCertChain: s.improperClientCertChain ?? false,
       lastActivityAt: now,
       createdAt: now,
@@ -102,8 +104,9 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
     prepare(
       tx.db,
       `INSERT INTO api_sessions (id, token_hash, identity_id, authenticator_id, ip_address, config_types, is_mfa_required,
-        is_mfa_complete, is_cert_extendable, improper_client_cert_chain, last_activity_at, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`,
+        is_mfa_complete, is_cert_extendable, improper_client_cert_chain, is_cert_extend_requested, is_cert_key_roll_requested,
+        last_activity_at, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       record.id,
       record.tokenHash,
@@ -114,6 +117,8 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
       record.isMfaRequired ? 1 : 0,
       record.isCertExtendable ? 1 : 0,
       record.improperClientCertChain ? 1 : 0,
+      record.isCertExtendRequested ? 1 : 0,
+      record.isCertKeyRollRequested ? 1 : 0,
       now,
       now,
       now,

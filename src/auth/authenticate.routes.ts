@@ -84,6 +84,8 @@ export function authenticationRoutes(deps: {
           .header('zt-session', token)
           .header('expiration-seconds', String(detail.expirationSeconds))
           .header('expires-at', goTimeString(new Date(detail.expiresAt as string)));
+        // A certificate flagged for early extension is announced at login too (auth.md §1.2).
+        if (record.isCertExtendRequested) reply.header('ziti-authenticator-extend-requested', 'true');
         return ok(detail);
       },
     },

@@ -75,6 +75,8 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
         configTypes,
         isCertExtendable: outcome.isCertExtendable,
         improperClientCertChain: outcome.improperClientCertChain,
+        isCertExtendRequested: outcome.isCertExtendRequested,
+        isCertKeyRollRequested: outcome.isCertKeyRollRequested,
       });
     });
   }

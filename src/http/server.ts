@@ -151,6 +151,8 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   app.setValidatorCompiler(compileValidator);
   app.setErrorHandler(errorHandler);
   registerJsonParser(app);
+  // Legacy enroll requests carry a raw PEM CSR in these media types; routes that do not consume them still answer 415.
+  app.addContentTypeParser(['application/x-pem-file', 'application/pkcs7'], { parseAs: 'string', bodyLimit }, (_req, body, done) => done(null, body));
 
   const routes = new RouteIndex();
   app.addHook('onRoute', (r) => routes.add(r.method, r.url));

@@ -16,6 +16,9 @@ export interface AuthOutcome {
   authenticatorId: string;
   isCertExtendable?: boolean;
   improperClientCertChain?: boolean;
+  /** The cert authenticator is flagged for early extension (and key roll): the session shows it. */
+  isCertExtendRequested?: boolean;
+  isCertKeyRollRequested?: boolean;
 }
 
 export interface AuthMethod {

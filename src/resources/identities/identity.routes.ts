@@ -15,7 +15,8 @@ import type { Db } from '../../store/database.ts';
 
 export function identityRoutes(db: Db, identities: IdentityService, authenticators: AuthenticatorService): RouteSpec[] {
   return [
-    ...crudRoutes(identityResource, identities, { tag: 'Identity', roleFilter: true }),
+    // Create honours the inline `enrollment` (ott, ottca, updb) of the request.
+    ...crudRoutes(identityResource, { ...identities, create: identities.createWithEnrollment }, { tag: 'Identity', roleFilter: true }),
     {
       method: 'GET', url: '/identities/:id/authenticators', operationId: 'getIdentityAuthenticators', tag: 'Identity',
       summary: 'List the authenticators of an identity', auth: 'session', allow: allowedTo('identity', 'read'),

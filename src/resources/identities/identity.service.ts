@@ -13,6 +13,17 @@ import { createEntityService, systemClock, type Clock } from '../entity-service.
 import { identityResource } from './identity.resource.ts';
 import type { EntityRef } from '../common.schema.ts';
 import { normalizeRoleAttributes, type AccessService } from '../../access/access.service.ts';
+import type { InlineEnrollmentRequest, PendingEnrollment } from '../../enrollment/enrollment.service.ts';
+
+/** What identity create needs from the enrollment service for an inline `enrollment` (ott, ottca, updb). */
+export interface InlineEnrollments {
+  /** Signs the requested enrollment for the new identity id (before any transaction); undefined for none. */
+  prepareInline(identityId: string, request: InlineEnrollmentRequest | undefined): Promise<PendingEnrollment | undefined>;
+  /** Stores it inside the identity's create transaction. */
+  insertInline(tx: Tx, pending: PendingEnrollment): void;
+  /** The read model's `enrollment` object. */
+  identitySummary(identityId: string): Record<string, unknown>;
+}
 
 export interface IdentitySummary {
   id: string;
@@ -51,12 +62,15 @@ function assertServiceKeys(tx: Tx, values: Values): void {
   }
 }
 
-export function createIdentityService(db: Db, access: AccessService, clock: Clock = systemClock) {
+export function createIdentityService(db: Db, access: AccessService, clock: Clock = systemClock, enrollments?: InlineEnrollments) {
+  // Set only for the duration of one synchronous create: the pre-chosen id the enrollment JWT names, and
+  // the signed enrollment to store in the same transaction.
+  let inlineCreate: { id: string; enrollment?: PendingEnrollment } | undefined;
   const entities = createEntityService(
     identityResource,
     db,
     {
-      newId: newShortId,
+      newId: () => inlineCreate?.id ?? newShortId(),
       beforeCreate(tx, values) {
         // Upstream ignores the requested type on create: every REST-created identity is Default.
         values.type = 'Default';
@@ -65,6 +79,7 @@ export function createIdentityService(db: Db, access: AccessService, clock: Cloc
         assertServiceKeys(tx, values);
       },
       afterCreate(tx, values) {
+        if (inlineCreate?.enrollment && inlineCreate.id === values.id) enrollments?.insertInline(tx, inlineCreate.enrollment);
         access.entityChanged(tx, 'identity', values.id as string, values.roleAttributes as string[]);
       },
       afterUpdate(tx, existing, changes) {
@@ -128,7 +143,7 @@ export function createIdentityService(db: Db, access: AccessService, clock: Cloc
     detail.authPolicy = policy ? ref('auth-policies', policyId, policy.name) : null;
     detail._links = { ...(detail._links as object), 'auth-policies': { href: `./auth-policies/${policyId}` } };
     detail.authenticators = authenticatorSummary(id);
-    detail.enrollment = {};
+    detail.enrollment = enrollments ? enrollments.identitySummary(id) : {};
     detail.disabled = isDisabledNow(values.disabledAt, values.disabledUntil, clock.now());
     if (values.disabledAt == null) delete detail.disabledAt;
     if (values.disabledUntil == null) delete detail.disabledUntil;
@@ -159,7 +174,25 @@ export function createIdentityService(db: Db, access: AccessService, clock: Cloc
     };
   }
 
-  return { ...entities, present, summary, ref };
+  /**
+   * Create with the optional inline `enrollment` of the request: the enrollment JWT names the identity,
+   * so its id is chosen and the JWT signed first; identity and enrollment are then written in one
+   * transaction.
+   */
+  async function createWithEnrollment(body: Record<string, unknown>): Promise<string> {
+    const request = body.enrollment as InlineEnrollmentRequest | undefined;
+    if (!enrollments || !request) return entities.create(body);
+    const id = newShortId();
+    const enrollment = await enrollments.prepareInline(id, request);
+    inlineCreate = { id, enrollment };
+    try {
+      return entities.create(body);
+    } finally {
+      inlineCreate = undefined;
+    }
+  }
+
+  return { ...entities, present, summary, ref, createWithEnrollment };
 }
 
 export type IdentityService = ReturnType<typeof createIdentityService>;

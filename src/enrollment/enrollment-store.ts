@@ -1,0 +1,96 @@
+/**
+ * Reads and writes of the `enrollments` table that more than one module needs: the token lookup of the
+ * enroll routes, the atomic consumption of an enrollment by an enroll method, and the identity read
+ * model's `enrollment` summary. Creation, refresh and deletion live in enrollment.service.ts.
+ */
+import { ApiError } from '../errors.ts';
+import type { Db } from '../store/database.ts';
+import { prepare } from '../store/entity-table.ts';
+import type { EnrollmentRow } from './enroll-method.ts';
+
+interface StoredRow {
+  id: string;
+  method: string;
+  identity_id: string | null;
+  router_id: string | null;
+  ca_id: string | null;
+  username: string | null;
+  token: string;
+  jwt: string;
+  issued_at: string;
+  expires_at: string;
+}
+
+function toRow(r: StoredRow): EnrollmentRow {
+  return {
+    id: r.id,
+    method: r.method,
+    identityId: r.identity_id,
+    routerId: r.router_id,
+    caId: r.ca_id,
+    username: r.username,
+    token: r.token,
+    jwt: r.jwt,
+    issuedAt: r.issued_at,
+    expiresAt: r.expires_at,
+  };
+}
+
+const COLUMNS = 'id, method, identity_id, router_id, ca_id, username, token, jwt, issued_at, expires_at';
+
+/** The outstanding enrollment a token names (exact match on the unique index), if any. */
+export function findEnrollmentByToken(db: Db, token: string): EnrollmentRow | undefined {
+  const row = prepare(db, `SELECT ${COLUMNS} FROM enrollments WHERE token = ?`).get(token) as StoredRow | undefined;
+  return row ? toRow(row) : undefined;
+}
+
+export function findEnrollmentById(db: Db, id: string): EnrollmentRow | undefined {
+  const row = prepare(db, `SELECT ${COLUMNS} FROM enrollments WHERE id = ?`).get(id) as StoredRow | undefined;
+  return row ? toRow(row) : undefined;
+}
+
+/** Whether the enrollment's window has closed at `now`. */
+export function isEnrollmentExpired(enrollment: EnrollmentRow, now: Date): boolean {
+  return Date.parse(enrollment.expiresAt) <= now.getTime();
+}
+
+/**
+ * Deletes the enrollment inside the caller's write transaction. When it is already gone (or its token was
+ * refreshed meanwhile) another request used or replaced the token first: INVALID_ENROLLMENT_TOKEN.
+ */
+export function consumeEnrollment(db: Db, enrollment: EnrollmentRow): void {
+  const deleted = prepare(db, 'DELETE FROM enrollments WHERE id = ? AND token = ?').run(enrollment.id, enrollment.token);
+  if (deleted.changes !== 1) throw new ApiError('INVALID_ENROLLMENT_TOKEN');
+}
+
+function entityRef(entity: string, id: string, name: string) {
+  return { _links: { self: { href: `./${entity}/${id}` } }, entity, id, name };
+}
+
+/**
+ * The identity read model's `enrollment` object: one entry per outstanding method (`ott`, `ottca`,
+ * `updb`), absent methods omitted; `ottca` also names its CA.
+ */
+export function identityEnrollmentSummary(db: Db, identityId: string): Record<string, unknown> {
+  const rows = prepare(db, `SELECT ${COLUMNS} FROM enrollments WHERE identity_id = ? ORDER BY created_at, id`).all(identityId) as StoredRow[];
+  const out: Record<string, unknown> = {};
+  for (const r of rows) {
+    if (out[r.method] !== undefined) continue;
+    const base = { id: r.id, jwt: r.jwt, token: r.token, expiresAt: r.expires_at };
+    if (r.method === 'ott' || r.method === 'updb') out[r.method] = base;
+    else if (r.method === 'ottca') {
+      const ca = r.ca_id ? (prepare(db, 'SELECT name FROM cas WHERE id = ?').get(r.ca_id) as { name: string } | undefined) : undefined;
+      out.ottca = { id: r.id, ...(ca && r.ca_id ? { ca: entityRef('cas', r.ca_id, ca.name) } : {}), caId: r.ca_id ?? '', jwt: r.jwt, token: r.token, expiresAt: r.expires_at };
+    }
+  }
+  return out;
+}
+
+/** An identity holds at most one authenticator per method: enrolling another one is a conflict. */
+export function assertNoAuthenticator(db: Db, identityId: string, method: 'cert' | 'updb'): void {
+  if (prepare(db, 'SELECT 1 FROM authenticators WHERE identity_id = ? AND method = ?').get(identityId, method)) {
+    throw new ApiError('MAX_AUTHENTICATOR_METHODS_REACHED', {
+      cause: { code: 'UNHANDLED', message: `identity ${identityId} already has an authenticator of method ${method}` },
+    });
+  }
+}

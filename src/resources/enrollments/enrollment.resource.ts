@@ -1,0 +1,46 @@
+/**
+ * The enrollment record (management seeds §2.10, enrollment.md §1.5): an outstanding one-time token with
+ * its signed JWT, for an identity (ott, ottca, updb) or a router (erott, trott). Created explicitly with
+ * `POST /enrollments`, inline with an identity, by router creation, or by reverting an authenticator;
+ * consumed by a successful enroll. The subject references (identity, edge or transit router) are computed
+ * by the enrollment service.
+ */
+import { Type } from '@sinclair/typebox';
+import { defineResource } from '../define-resource.ts';
+import { EntityRef, FreeObject } from '../common.schema.ts';
+
+export const EnrollmentMethod = Type.Unsafe<'ott' | 'ottca' | 'updb'>({ type: 'string', enum: ['ott', 'ottca', 'updb'] });
+const DateTime = Type.String({ format: 'date-time' });
+
+export const enrollmentResource = defineResource({
+  entityType: 'enrollments',
+  singular: 'enrollment',
+  permission: 'enrollment',
+  table: 'enrollments',
+  names: { create: 'enrollmentCreate', detail: 'enrollmentDetail' },
+  fields: {
+    method: { schema: EnrollmentMethod, read: Type.String(), column: 'method', create: 'required', filter: 'string' },
+    identityId: { schema: Type.String(), column: 'identity_id', create: 'required', filter: 'string' },
+    routerId: { schema: Type.String(), read: false, column: 'router_id' },
+    caId: { schema: Type.String(), column: 'ca_id', create: 'optional', nullable: true, filter: 'string' },
+    username: { schema: Type.String(), column: 'username', create: 'optional', nullable: true, filter: 'string' },
+    token: { schema: Type.String(), column: 'token', filter: 'string' },
+    jwt: { schema: Type.String(), column: 'jwt' },
+    expiresAt: { schema: DateTime, column: 'expires_at', kind: 'datetime', create: 'required', filter: 'datetime' },
+    issuedAt: { schema: DateTime, read: false, column: 'issued_at', kind: 'datetime' },
+  },
+  computed: {
+    identity: EntityRef,
+    edgeRouterId: Type.String(),
+    edgeRouter: EntityRef,
+    transitRouterId: Type.String(),
+    transitRouter: EntityRef,
+    // The reference declares `details` required without describing it; an empty object satisfies it.
+    details: FreeObject,
+  },
+  extraSymbols: {
+    identity: { kind: 'scalar', type: 'string', sql: 'e.identity_id' },
+    edgeRouterId: { kind: 'scalar', type: 'string', sql: '(SELECT r.id FROM routers r WHERE r.id = e.router_id AND r.is_edge = 1)' },
+    transitRouterId: { kind: 'scalar', type: 'string', sql: '(SELECT r.id FROM routers r WHERE r.id = e.router_id AND r.is_edge = 0)' },
+  },
+});

@@ -1,0 +1,104 @@
+/**
+ * External JWT signers (management seeds §2.5): identity providers whose JWTs the controller accepts for
+ * ext-jwt authentication and token enrollment. A signer's keys come either from one certificate
+ * (`certPem`, whose fingerprint is stored) or from a JWKS endpoint, never both. The certificate's common
+ * name and validity are computed for the read model.
+ */
+import { Type } from '@sinclair/typebox';
+import { defineResource } from '../define-resource.ts';
+import { baseEntityProperties, Nullable } from '../common.schema.ts';
+
+const NullableString = Nullable(Type.String());
+const TargetToken = Type.Unsafe<'ACCESS' | 'ID'>({ type: 'string', enum: ['ACCESS', 'ID'] });
+const Scopes = Type.Array(Type.String());
+const DateTime = Type.String({ format: 'date-time' });
+
+export const externalJwtSignerResource = defineResource({
+  entityType: 'external-jwt-signers',
+  singular: 'externalJwtSigner',
+  permission: 'external-jwt-signer',
+  table: 'external_jwt_signers',
+  names: {
+    create: 'externalJwtSignerCreate',
+    update: 'externalJwtSignerUpdate',
+    patch: 'externalJwtSignerPatch',
+    detail: 'externalJwtSignerDetail',
+  },
+  fields: {
+    name: { schema: Type.String(), column: 'name', create: 'required', put: 'required', patch: true, filter: 'string' },
+    issuer: { schema: Type.String(), column: 'issuer', create: 'required', put: 'required', patch: true, filter: 'string' },
+    audience: {
+      schema: Type.String(), read: NullableString, column: 'audience', create: 'required', put: 'required', patch: true,
+      nullable: true, filter: 'string',
+    },
+    enabled: { schema: Type.Boolean(), column: 'enabled', kind: 'bool', create: 'required', put: 'required', patch: true, filter: 'bool' },
+    certPem: { schema: Type.String(), read: NullableString, column: 'cert_pem', create: 'optional', put: 'optional', patch: true, nullable: true },
+    jwksEndpoint: {
+      schema: Type.String({ format: 'uri' }),
+      read: Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'uri' }),
+      column: 'jwks_endpoint', create: 'optional', put: 'optional', patch: true, nullable: true,
+    },
+    kid: { schema: Type.String(), read: NullableString, column: 'kid', create: 'optional', put: 'optional', patch: true, nullable: true, filter: 'string' },
+    claimsProperty: {
+      schema: Type.String(), column: 'claims_property', create: 'optional', put: 'optional', patch: true, nullable: true, default: '/sub',
+      filter: 'string',
+    },
+    useExternalId: {
+      schema: Type.Boolean(), column: 'use_external_id', kind: 'bool', create: 'optional', put: 'optional', patch: true, nullable: true,
+      default: false, filter: 'bool',
+    },
+    externalAuthUrl: {
+      schema: Type.String(), read: NullableString, column: 'external_auth_url', create: 'optional', put: 'optional', patch: true,
+      nullable: true, filter: 'string',
+    },
+    clientId: { schema: Type.String(), read: NullableString, column: 'client_id', create: 'optional', put: 'optional', patch: true, nullable: true, filter: 'string' },
+    scopes: { schema: Scopes, column: 'scopes', kind: 'json', create: 'optional', put: 'optional', patch: true, nullable: true, default: [] },
+    targetToken: {
+      schema: TargetToken, column: 'target_token', create: 'optional', put: 'optional', patch: true, nullable: true, default: 'ACCESS',
+      filter: 'string',
+    },
+    enrollToCertEnabled: {
+      schema: Type.Boolean(), column: 'enroll_to_cert_enabled', kind: 'bool', create: 'optional', put: 'optional', patch: true,
+      nullable: true, default: false, filter: 'bool',
+    },
+    enrollToTokenEnabled: {
+      schema: Type.Boolean(), column: 'enroll_to_token_enabled', kind: 'bool', create: 'optional', put: 'optional', patch: true,
+      nullable: true, default: false, filter: 'bool',
+    },
+    enrollNameClaimsSelector: {
+      schema: Type.String(), column: 'enroll_name_claims_selector', create: 'optional', put: 'optional', patch: true, nullable: true,
+      default: '/sub',
+    },
+    enrollAttributeClaimsSelector: {
+      schema: Type.String(), column: 'enroll_attribute_claims_selector', create: 'optional', put: 'optional', patch: true,
+      nullable: true, default: '',
+    },
+    enrollAuthPolicyId: {
+      schema: Type.String(), column: 'enroll_auth_policy_id', create: 'optional', put: 'optional', patch: true, nullable: true,
+      default: 'default', filter: 'string',
+    },
+    fingerprint: { schema: Type.String(), read: NullableString, column: 'fingerprint', filter: 'string' },
+  },
+  computed: {
+    commonName: Type.String(),
+    notAfter: DateTime,
+    notBefore: DateTime,
+  },
+});
+
+/** The client API's read model (clientExternalJwtSignerDetail): what an SDK needs to obtain a token. */
+export const clientExternalJwtSignerDetail = Type.Unsafe<Record<string, unknown>>({
+  type: 'object',
+  properties: {
+    ...baseEntityProperties,
+    audience: NullableString,
+    clientId: NullableString,
+    enrollToCertEnabled: Type.Boolean(),
+    enrollToTokenEnabled: Type.Boolean(),
+    externalAuthUrl: NullableString,
+    name: Type.String(),
+    scopes: Scopes,
+    targetToken: TargetToken,
+  },
+  required: ['id', 'createdAt', 'updatedAt', '_links', 'tags', 'name', 'externalAuthUrl'],
+});
