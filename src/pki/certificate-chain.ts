@@ -21,24 +21,42 @@ const MAX_CHAIN_LENGTH = 10;
 
 /** One certificate, parsed once, with what the trust decisions need. */
 export interface ParsedCertificate {
-  pem: string;
-  der: Der;
+  readonly pem: string;
+  readonly der: Der;
   /** Lower-case hex SHA-1 of the DER. */
-  fingerprint: string;
-  commonName: string | undefined;
-  notBefore: Date;
-  notAfter: Date;
-  isCa: boolean;
-  sans: SubjectAltNames;
+  readonly fingerprint: string;
+  readonly commonName: string | undefined;
+  readonly notBefore: Date;
+  readonly notAfter: Date;
+  readonly isCa: boolean;
+  readonly sans: SubjectAltNames;
   /** Extended key usage OIDs; undefined when the certificate has no EKU extension (any usage). */
-  extendedKeyUsages: string[] | undefined;
+  readonly extendedKeyUsages: string[] | undefined;
   /** Lower-case hex SHA-256 of the SubjectPublicKeyInfo DER (detects key rolls). */
-  publicKeyPrint: string;
-  native: X509Certificate;
+  readonly publicKeyPrint: string;
+  readonly native: X509Certificate;
 }
 
 /** Parses one DER certificate; throws COULD_NOT_PARSE_DER_BLOCK when it is not one. */
+/**
+ * Parsed certificates by their DER bytes. The same few certificates (our CAs, registered third-party CAs,
+ * the clients of busy sessions) are presented on every authentication; parsing them again dominated the
+ * cost of cert authentication. Parsed certificates are never mutated, so sharing them is safe.
+ */
+const parsedCache = new Map<string, ParsedCertificate>();
+const PARSED_CACHE_MAX = 4096;
+
 export function readCertificateDer(der: Uint8Array): ParsedCertificate {
+  const key = Buffer.from(der.buffer, der.byteOffset, der.byteLength).toString('base64');
+  const cached = parsedCache.get(key);
+  if (cached) return cached;
+  const parsed = parseCertificateDer(der);
+  if (parsedCache.size >= PARSED_CACHE_MAX) parsedCache.delete(parsedCache.keys().next().value!);
+  parsedCache.set(key, parsed);
+  return parsed;
+}
+
+function parseCertificateDer(der: Uint8Array): ParsedCertificate {
   const bytes = new Uint8Array(der);
   let native: X509Certificate;
   let cert: x509.X509Certificate;
