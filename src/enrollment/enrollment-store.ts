@@ -5,7 +5,10 @@
  */
 import { ApiError } from '../errors.ts';
 import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
+import { insertEntity, prepare } from '../store/entity-table.ts';
+import type { Tx } from '../store/transaction.ts';
+import { newEntityId } from '../ids.ts';
+import { authenticatorResource } from '../resources/authenticators/authenticator.resource.ts';
 import type { EnrollmentRow } from './enroll-method.ts';
 
 interface StoredRow {
@@ -93,4 +96,19 @@ export function assertNoAuthenticator(db: Db, identityId: string, method: 'cert'
       cause: { code: 'UNHANDLED', message: `identity ${identityId} already has an authenticator of method ${method}` },
     });
   }
+}
+
+/** Stores the certificate authenticator of a certificate the network just issued to the identity. */
+export function insertIssuedCertAuthenticator(tx: Tx, identityId: string, issued: { chainPem: string; fingerprint: string }, now: string): void {
+  insertEntity(tx, authenticatorResource.decl, {
+    id: newEntityId(),
+    identityId,
+    method: 'cert',
+    certPem: issued.chainPem,
+    fingerprint: issued.fingerprint,
+    isIssuedByNetwork: true,
+    createdAt: now,
+    updatedAt: now,
+    tags: {},
+  });
 }

@@ -9,12 +9,10 @@ import { ApiError } from '../../errors.ts';
 import { parseCsr } from '../../pki/csr.ts';
 import type { Issuer } from '../../pki/issue-certificate.ts';
 import type { Db } from '../../store/database.ts';
-import { insertEntity, prepare } from '../../store/entity-table.ts';
+import { prepare } from '../../store/entity-table.ts';
 import { withTransaction } from '../../store/transaction.ts';
-import { newEntityId } from '../../ids.ts';
 import { isoNow, systemClock, type Clock } from '../../resources/entity-service.ts';
-import { authenticatorResource } from '../../resources/authenticators/authenticator.resource.ts';
-import { assertNoAuthenticator, consumeEnrollment } from '../enrollment-store.ts';
+import { assertNoAuthenticator, consumeEnrollment, insertIssuedCertAuthenticator } from '../enrollment-store.ts';
 import type { EnrollInput, EnrollMethod } from '../enroll-method.ts';
 
 export interface OttEnrollDeps {
@@ -43,17 +41,7 @@ export function createOttEnrollMethod(deps: OttEnrollDeps): EnrollMethod {
         consumeEnrollment(tx.db, enrollment);
         assertNoAuthenticator(tx.db, identityId, 'cert');
         const now = isoNow(clock);
-        insertEntity(tx, authenticatorResource.decl, {
-          id: newEntityId(),
-          identityId,
-          method: 'cert',
-          certPem: issued.chainPem,
-          fingerprint: issued.fingerprint,
-          isIssuedByNetwork: true,
-          createdAt: now,
-          updatedAt: now,
-          tags: {},
-        });
+        insertIssuedCertAuthenticator(tx, identityId, issued, now);
       });
       return { cert: issued.chainPem };
     },

@@ -18,7 +18,7 @@
  * concurrent enrollments with one token can not both create an identity.
  */
 import { ApiError } from '../../errors.ts';
-import { newEntityId, newShortId } from '../../ids.ts';
+import { newShortId } from '../../ids.ts';
 import { parseCsr } from '../../pki/csr.ts';
 import type { IssuedCertificate, Issuer } from '../../pki/issue-certificate.ts';
 import type { Db } from '../../store/database.ts';
@@ -26,7 +26,6 @@ import { insertEntity, prepare } from '../../store/entity-table.ts';
 import { withTransaction } from '../../store/transaction.ts';
 import { isoNow, systemClock, valuesFromBody, type Clock } from '../../resources/entity-service.ts';
 import { identityResource } from '../../resources/identities/identity.resource.ts';
-import { authenticatorResource } from '../../resources/authenticators/authenticator.resource.ts';
 import { normalizeRoleAttributes, type AccessService } from '../../access/access.service.ts';
 import {
   bearerTokens,
@@ -36,6 +35,7 @@ import {
   type SignerTokens,
 } from '../../resources/external-jwt-signers/signer-tokens.ts';
 import type { EnrollInput, EnrollMethod } from '../enroll-method.ts';
+import { insertIssuedCertAuthenticator } from '../enrollment-store.ts';
 
 export const TOKEN_ISSUER_HEADER = 'ziti-token-issuer-id';
 
@@ -178,17 +178,7 @@ export function createTokenEnrollMethod(deps: TokenEnrollDeps): EnrollMethod {
         insertEntity(tx, identityResource.decl, identity);
         access.entityChanged(tx, 'identity', identityId, roleAttributes);
         if (issued) {
-          insertEntity(tx, authenticatorResource.decl, {
-            id: newEntityId(),
-            identityId,
-            method: 'cert',
-            certPem: issued.chainPem,
-            fingerprint: issued.fingerprint,
-            isIssuedByNetwork: true,
-            createdAt: now,
-            updatedAt: now,
-            tags: {},
-          });
+          insertIssuedCertAuthenticator(tx, identityId, issued, now);
         }
       });
       return issued ? { cert: issued.chainPem, ca: caField } : {};
