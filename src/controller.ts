@@ -17,7 +17,6 @@ import { createIdentityService } from './resources/identities/identity.service.t
 import { createAccessService } from './access/access.service.ts';
 import { createAuthenticatorService } from './resources/authenticators/authenticator.service.ts';
 import { identityTypeResource } from './resources/identity-types/identity-type.resource.ts';
-import { authPolicyResource } from './resources/auth-policies/auth-policy.resource.ts';
 import { createConfigTypeService } from './resources/config-types/config-type.service.ts';
 import { createConfigService } from './resources/configs/config.service.ts';
 import { createServiceService } from './resources/services/service.service.ts';
@@ -27,6 +26,11 @@ import { createAuthenticationService } from './auth/authentication.service.ts';
 import { createAuthPolicyReader } from './auth/auth-policy-reader.ts';
 import { createPasswordMethod } from './auth/methods/password.ts';
 import { createCertMethod } from './auth/methods/cert.ts';
+import { createSecondaryFactors } from './auth/secondary-factors.ts';
+import { createMfaService } from './resources/mfa/mfa.service.ts';
+import { createAuthPolicyService } from './resources/auth-policies/auth-policy.service.ts';
+import { createApiSessionCertificateService } from './resources/api-session-certificates/api-session-certificate.service.ts';
+import { createIdentityTraces } from './resources/identities/identity-trace.ts';
 import { createCaService } from './resources/cas/ca.service.ts';
 import { createCertificateExtension } from './resources/authenticators/certificate-extension.ts';
 import { createOttcaEnrollMethod } from './enrollment/methods/ottca.ts';
@@ -43,6 +47,7 @@ import { createRouterService } from './resources/routers/router.service.ts';
 import { createRouterEnrollments } from './resources/routers/router-enrollment.ts';
 import { createTerminatorService } from './resources/terminators/terminator.service.ts';
 import { createSessionService } from './resources/sessions/session.service.ts';
+import { createPostureService } from './posture/posture.service.ts';
 import { managementApi } from './api/management.ts';
 import { clientApi } from './api/client.ts';
 import { versionRoutes, cacertsRoute } from './system/system.routes.ts';
@@ -60,6 +65,8 @@ import { edgeRouterPolicyResource } from './resources/edge-router-policies/edge-
 import { serviceEdgeRouterPolicyResource } from './resources/service-edge-router-policies/service-edge-router-policy.resource.ts';
 import { createPostureCheckService } from './resources/posture-checks/posture-check.service.ts';
 import { createPostureCheckTypeService } from './resources/posture-check-types/posture-check-type.service.ts';
+import { createDatabaseOps } from './resources/database/database-ops.ts';
+import { createControllerSettingService } from './resources/controller-settings/controller-setting.service.ts';
 
 export interface RunningController {
   app: FastifyInstance;
@@ -101,13 +108,17 @@ export async function startController(config: Config): Promise<RunningController
     const cas = createCaService({ db, signer: pki, issuer: advertisedBaseUrl(config.advertise, config.port), clock });
     const signerTokens = createSignerTokens(db);
     const apiSessions = createApiSessionService({ db, clock, timeoutMs: config.apiSessionTimeoutMs });
+    const apiSessionCertificates = createApiSessionCertificateService({ db, pki, apiSessions, clock });
+    const mfa = createMfaService(db, clock);
     const auth = createAuthenticationService({
       db,
       identities,
       apiSessions,
+      secondary: createSecondaryFactors({ db, policies: createAuthPolicyReader(db), signers: signerTokens }),
+      mfaEnabled: (identityId) => mfa.isEnabled(identityId),
       methods: [
-        createPasswordMethod({ authenticators, identities, policies: createAuthPolicyReader(db) }),
-        createCertMethod({ db, caBundlePem: pki.caBundlePem, cas, identities, policies: createAuthPolicyReader(db), clock }),
+        createPasswordMethod({ authenticators, identities, policies: createAuthPolicyReader(db), db, clock }),
+        createCertMethod({ db, caBundlePem: pki.caBundlePem, cas, identities, policies: createAuthPolicyReader(db), clock, sessionCertificates: apiSessionCertificates }),
         createExtJwtMethod({ db, signers: signerTokens, identities, policies: createAuthPolicyReader(db) }),
       ],
     });
@@ -152,6 +163,7 @@ export async function startController(config: Config): Promise<RunningController
 
     const services: Services = {
       db,
+      posture: createPostureService({ db, access, clock }),
       cas,
       certificateExtension: createCertificateExtension({ db, pki, clock }),
       enrollMethods,
@@ -162,8 +174,11 @@ export async function startController(config: Config): Promise<RunningController
       authenticators,
       auth,
       apiSessions,
+      apiSessionCertificates,
+      identityTraces: createIdentityTraces(clock),
       identityTypes: plainService(identityTypeResource, db),
-      authPolicies: plainService(authPolicyResource, db),
+      authPolicies: createAuthPolicyService(db, clock),
+      mfa,
       configTypes,
       configs,
       services: edgeServices,
@@ -180,6 +195,8 @@ export async function startController(config: Config): Promise<RunningController
       postureChecks: createPostureCheckService(db, access, clock),
       postureCheckTypes: createPostureCheckTypeService(db),
       sessions: createSessionService({ db, access, signer: pki, issuer: base, clock, startedAt }),
+      database: createDatabaseOps({ db, access, clock }),
+      controllerSettings: createControllerSettingService(db, clock),
     };
     apis.push(clientApi(services), managementApi(services));
 
@@ -188,12 +205,13 @@ export async function startController(config: Config): Promise<RunningController
       logLevel: config.logLevel,
       apis,
       rootRoutes: { name: 'client', prefix: '', title: 'root', routes: [...versionRoutes(system, 'root'), cacertsRoute(system, 'root')] },
-      resolveSession: (token) => auth.resolveCaller(token),
+      resolveSession: (token, req) => auth.resolveCaller(token, req.headers),
       instanceId,
       serverHeader: `portcullis/${portcullisVersion}`,
     });
     await app.listen({ host: config.address, port: config.port });
     apiSessions.start();
+    services.posture.start();
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
 
@@ -208,7 +226,9 @@ export async function startController(config: Config): Promise<RunningController
         if (stopped) return;
         stopped = true;
         await app.close();
+        await services.database.idle();
         apiSessions.stop();
+        services.posture.stop();
         controllers.markOffline(instanceId);
         closeDatabase(db);
       },

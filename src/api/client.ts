@@ -11,12 +11,16 @@ import { clientServiceRoutes } from '../resources/services/service.routes.ts';
 import { certificateExtensionRoutes } from '../resources/authenticators/certificate-extension.routes.ts';
 import { clientExternalJwtSignerRoutes } from '../resources/external-jwt-signers/external-jwt-signer.routes.ts';
 import { enrollRoutes, networkJwtRoute } from '../enrollment/enroll.routes.ts';
+import { mfaRoutes } from '../resources/mfa/mfa.routes.ts';
+import { apiSessionCertificateRoutes } from '../resources/api-session-certificates/api-session-certificate.routes.ts';
+
+import { clientPostureRoutes } from '../posture/posture.routes.ts';
 
 export function clientApi(s: Services): ApiDefinition {
   return {
     name: 'client',
     prefix: '/edge/client/v1',
     title: 'Portcullis Edge Client API',
-    routes: [...systemRoutes(s.system, s.controllers, 'client'), ...authenticationRoutes(s), ...certificateExtensionRoutes(s.certificateExtension), ...clientSessionRoutes(s.sessions), ...clientTerminatorRoutes(s.db, s.access, s.terminators), ...clientServiceRoutes({ db: s.db, access: s.access, services: s.services, views: s.serviceViews, configs: s.configs }), ...clientExternalJwtSignerRoutes(s.externalJwtSigners), ...enrollRoutes({ db: s.db, methods: s.enrollMethods, pki: s.pki }), networkJwtRoute(s.enrollments)],
+    routes: [...clientPostureRoutes(s.posture), ...systemRoutes(s.system, s.controllers, 'client'), ...authenticationRoutes(s), ...mfaRoutes(s.mfa), ...certificateExtensionRoutes(s.certificateExtension), ...clientSessionRoutes(s.sessions), ...clientTerminatorRoutes(s.db, s.access, s.terminators), ...clientServiceRoutes({ db: s.db, access: s.access, services: s.services, views: s.serviceViews, configs: s.configs }), ...clientExternalJwtSignerRoutes(s.externalJwtSigners), ...enrollRoutes({ db: s.db, methods: s.enrollMethods, pki: s.pki }), networkJwtRoute(s.enrollments), ...apiSessionCertificateRoutes(s.apiSessionCertificates)],
   };
 }

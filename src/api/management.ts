@@ -6,10 +6,12 @@ import type { Services } from './services.ts';
 import { systemRoutes } from '../system/system.routes.ts';
 import { authenticationRoutes } from '../auth/authenticate.routes.ts';
 import { identityRoutes } from '../resources/identities/identity.routes.ts';
+import { identityLifecycleRoutes } from '../resources/identities/identity-lifecycle.routes.ts';
 import { crudRoutes } from '../http/crud-routes.ts';
 import { authenticatorResource } from '../resources/authenticators/authenticator.resource.ts';
 import { identityTypeResource } from '../resources/identity-types/identity-type.resource.ts';
-import { authPolicyResource } from '../resources/auth-policies/auth-policy.resource.ts';
+import { authPolicyRoutes } from '../resources/auth-policies/auth-policy.routes.ts';
+import { identityMfaRoutes, mfaRoutes } from '../resources/mfa/mfa.routes.ts';
 import { configTypeRoutes } from '../resources/config-types/config-type.routes.ts';
 import { configRoutes } from '../resources/configs/config.routes.ts';
 import { serviceRoutes } from '../resources/services/service.routes.ts';
@@ -28,6 +30,11 @@ import { externalJwtSignerRoutes } from '../resources/external-jwt-signers/exter
 import { enrollmentRoutes } from '../resources/enrollments/enrollment.routes.ts';
 import { networkJwtRoute } from '../enrollment/enroll.routes.ts';
 
+import { databaseRoutes } from '../resources/database/database.routes.ts';
+import { controllerSettingRoutes } from '../resources/controller-settings/controller-setting.routes.ts';
+
+import { managementPostureRoutes } from '../posture/posture.routes.ts';
+
 export function managementApi(s: Services): ApiDefinition {
   return {
     name: 'management',
@@ -37,9 +44,13 @@ export function managementApi(s: Services): ApiDefinition {
       ...systemRoutes(s.system, s.controllers, 'management'),
       ...authenticationRoutes(s),
       ...identityRoutes(s.db, s.identities, s.authenticators),
+      ...managementPostureRoutes(s.posture, s.identities),
+      ...identityLifecycleRoutes({ db: s.db, apiSessions: s.apiSessions, traces: s.identityTraces }),
       ...crudRoutes(identityTypeResource, s.identityTypes, { tag: 'Identity', operations: ['list', 'detail'] }),
       ...crudRoutes(authenticatorResource, s.authenticators, { tag: 'Authenticator' }),
-      ...crudRoutes(authPolicyResource, s.authPolicies, { tag: 'Auth Policy', operations: ['list', 'detail'] }),
+      ...authPolicyRoutes(s.authPolicies),
+      ...mfaRoutes(s.mfa),
+      ...identityMfaRoutes(s.mfa),
       ...configTypeRoutes(s.configTypes, s.configs),
       ...configRoutes(s.configs),
       ...serviceRoutes({ db: s.db, access: s.access, services: s.services, views: s.serviceViews, configs: s.configs }),
@@ -57,6 +68,8 @@ export function managementApi(s: Services): ApiDefinition {
       ...externalJwtSignerRoutes(s.externalJwtSigners),
       ...enrollmentRoutes(s.enrollments, s.identities),
       networkJwtRoute(s.enrollments),
+      ...databaseRoutes(s.database),
+      ...controllerSettingRoutes(s.controllerSettings),
     ],
   };
 }

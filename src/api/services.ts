@@ -27,9 +27,20 @@ import type { ConfigService } from '../resources/configs/config.service.ts';
 import type { ServiceEntityService } from '../resources/services/service.service.ts';
 import type { ServiceViews } from '../resources/services/service-view.ts';
 import type { ExternalJwtSignerService } from '../resources/external-jwt-signers/external-jwt-signer.service.ts';
+import type { AuthPolicyService } from '../resources/auth-policies/auth-policy.service.ts';
+import type { MfaService } from '../resources/mfa/mfa.service.ts';
+import type { ApiSessionCertificateService } from '../resources/api-session-certificates/api-session-certificate.service.ts';
+import type { IdentityTraces } from '../resources/identities/identity-trace.ts';
+
+import type { DatabaseOps } from '../resources/database/database-ops.ts';
+import type { ControllerSettingService } from '../resources/controller-settings/controller-setting.service.ts';
+
+import type { PostureService } from '../posture/posture.service.ts';
 
 export interface Services {
   db: Db;
+  /** Posture responses, posture data, refused session requests and posture enforcement. */
+  posture: PostureService;
   /** Third-party CAs: CRUD, verification, and the trust pools of enrollment and cert login. */
   cas: CaService;
   /** The caller's certificate extension (extend, extend-verify). */
@@ -39,8 +50,14 @@ export interface Services {
   authenticators: AuthenticatorService;
   auth: AuthenticationService;
   apiSessions: ApiSessionService;
+  /** Short-lived certificates of API sessions (`/current-api-session/certificates`). */
+  apiSessionCertificates: ApiSessionCertificateService;
+  /** Per-identity data-flow traces, in memory. */
+  identityTraces: IdentityTraces;
   identityTypes: EntityService & { present: (v: Record<string, unknown>) => Record<string, unknown> };
-  authPolicies: EntityService & { present: (v: Record<string, unknown>) => Record<string, unknown> };
+  authPolicies: AuthPolicyService;
+  /** TOTP MFA records of identities (enrollment, verification, recovery codes). */
+  mfa: MfaService;
   configTypes: ConfigTypeService;
   configs: ConfigService;
   /** Edge services (CRUD) and their per-caller read model. */
@@ -67,4 +84,8 @@ export interface Services {
   enrollments: EnrollmentService;
   /** External JWT signers (ext-jwt authentication and token enrollment). */
   externalJwtSigners: ExternalJwtSignerService;
+  /** Data-integrity runs and snapshots. */
+  database: DatabaseOps;
+  /** The global and per-controller settings. */
+  controllerSettings: ControllerSettingService;
 }

@@ -1,6 +1,7 @@
 /**
- * Read access to an auth policy's primary settings, which every authentication method consults to know
- * whether it is allowed for the identity.
+ * Read access to an auth policy's settings: the primary ones, which every authentication method consults
+ * to know whether it is allowed for the identity (and the password rules and lockout), and the secondary
+ * ones, which decide whether an API session stays partial until MFA or a second JWT is presented.
  */
 import type { Db } from '../store/database.ts';
 import { prepare } from '../store/entity-table.ts';
@@ -19,8 +20,14 @@ export interface PrimarySettings {
   extJwt: { allowed: boolean; allowedSigners: string[] | null };
 }
 
+export interface SecondarySettings {
+  requireTotp: boolean;
+  requireExtJwtSigner?: string | null;
+}
+
 export interface AuthPolicyReader {
   primary(id: string): PrimarySettings | undefined;
+  secondary(id: string): SecondarySettings | undefined;
 }
 
 export function createAuthPolicyReader(db: Db): AuthPolicyReader {
@@ -28,6 +35,10 @@ export function createAuthPolicyReader(db: Db): AuthPolicyReader {
     primary(id) {
       const row = prepare(db, 'SELECT primary_settings FROM auth_policies WHERE id = ?').get(id) as { primary_settings: string } | undefined;
       return row ? (JSON.parse(row.primary_settings) as PrimarySettings) : undefined;
+    },
+    secondary(id) {
+      const row = prepare(db, 'SELECT secondary_settings FROM auth_policies WHERE id = ?').get(id) as { secondary_settings: string } | undefined;
+      return row ? (JSON.parse(row.secondary_settings) as SecondarySettings) : undefined;
     },
   };
 }

@@ -73,19 +73,21 @@ export function authenticationRoutes(deps: {
       response: { 200: detailEnvelope(currentApiSessionDetail) },
       handler: async (req, reply) => {
         const { method } = req.query as { method: string };
-        const { record, token } = await auth.authenticate(method, {
+        const { record, token, authQueries, challenge } = await auth.authenticate(method, {
           body: (req.body ?? {}) as Record<string, unknown>,
           ipAddress: clientIp(req),
           peerCertificates: peerCertificates(req),
           headers: req.headers,
         });
-        const detail = auth.presentCurrent(record, token);
+        const detail = auth.presentCurrent(record, token, authQueries);
         reply
           .header('zt-session', token)
           .header('expiration-seconds', String(detail.expirationSeconds))
           .header('expires-at', goTimeString(new Date(detail.expiresAt as string)));
         // A certificate flagged for early extension is announced at login too (auth.md §1.2).
         if (record.isCertExtendRequested) reply.header('ziti-authenticator-extend-requested', 'true');
+        // A required secondary JWT that was not presented (or did not verify) is announced once, here.
+        if (challenge) reply.header('WWW-Authenticate', challenge);
         return ok(detail);
       },
     },
@@ -95,7 +97,7 @@ export function authenticationRoutes(deps: {
       response: { 200: detailEnvelope(currentApiSessionDetail) },
       handler: (req) => {
         const caller = callerOf(req);
-        return ok(auth.presentCurrent(caller.apiSession, caller.token));
+        return ok(auth.presentCurrent(caller.apiSession, caller.token, caller.authQueries));
       },
     },
     {

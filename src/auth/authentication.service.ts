@@ -11,12 +11,17 @@ import type { Caller } from '../http/caller.ts';
 import type { IdentityService } from '../resources/identities/identity.service.ts';
 import type { ApiSessionRecord, ApiSessionService } from './api-session.service.ts';
 import type { AuthMethod, AuthRequest } from './methods/auth-method.ts';
+import type { AuthQuery, SecondaryFactors } from './secondary-factors.ts';
 
 export interface AuthenticationDeps {
   db: Db;
   identities: IdentityService;
   apiSessions: ApiSessionService;
   methods: AuthMethod[];
+  /** Secondary factors (MFA, required external JWT); without them every session is full. */
+  secondary?: SecondaryFactors;
+  /** Whether the identity has a verified MFA record (its sessions then start partial). */
+  mfaEnabled?: (identityId: string) => boolean;
 }
 
 /** `configTypes` on authenticate: names or ids, `all` wins, unknown entries are dropped; ids come back. */
@@ -65,7 +70,10 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
     const envInfo = pickInfo(req.body.envInfo, envInfoKeys);
     const sdkInfo = pickInfo(req.body.sdkInfo, sdkInfoKeys);
     const configTypes = resolveConfigTypes(db, req.body.configTypes);
-    return withTransaction(db, (tx) => {
+    const authPolicyId = identities.summary(outcome.identityId)?.authPolicyId ?? 'default';
+    const isMfaRequired =
+      (deps.mfaEnabled?.(outcome.identityId) ?? false) || (deps.secondary?.policyRequiresTotp(authPolicyId) ?? false);
+    const session = withTransaction(db, (tx) => {
       if (envInfo) prepare(tx.db, 'UPDATE identities SET env_info = ? WHERE id = ?').run(JSON.stringify(envInfo), outcome.identityId);
       if (sdkInfo) prepare(tx.db, 'UPDATE identities SET sdk_info = ? WHERE id = ?').run(JSON.stringify(sdkInfo), outcome.identityId);
       return apiSessions.create(tx, {
@@ -77,20 +85,29 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
         improperClientCertChain: outcome.improperClientCertChain,
         isCertExtendRequested: outcome.isCertExtendRequested,
         isCertKeyRollRequested: outcome.isCertKeyRollRequested,
+        isMfaRequired,
       });
     });
+    const state = deps.secondary
+      ? await deps.secondary.evaluate(session.record, authPolicyId, req.headers)
+      : { authQueries: [] as AuthQuery[], challenge: undefined };
+    return { ...session, authQueries: state.authQueries, challenge: state.challenge };
   }
 
-  function resolveCaller(token: string): Caller | undefined {
+  async function resolveCaller(token: string, headers: Record<string, string | string[] | undefined> = {}): Promise<Caller | undefined> {
     const apiSession = apiSessions.resolve(token);
     if (!apiSession) return undefined;
     const identity = identities.summary(apiSession.identityId);
     if (!identity || identity.disabled) return undefined;
+    const state = deps.secondary
+      ? await deps.secondary.evaluate(apiSession, identity.authPolicyId, headers)
+      : { authQueries: apiSession.isMfaRequired && !apiSession.isMfaComplete ? [{}] : [] };
     return {
       identity,
       apiSession,
       token,
-      isPartial: apiSession.isMfaRequired && !apiSession.isMfaComplete,
+      isPartial: state.authQueries.length > 0,
+      authQueries: state.authQueries,
     };
   }
 
@@ -130,9 +147,10 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
   }
 
   /** currentApiSessionDetail: the management view plus expiry, for the session's own caller. */
-  function presentCurrent(s: ApiSessionRecord, token: string): Record<string, unknown> {
+  function presentCurrent(s: ApiSessionRecord, token: string, authQueries: AuthQuery[] = []): Record<string, unknown> {
     return {
       ...presentApiSession(s, token),
+      authQueries,
       expirationSeconds: Math.round(apiSessions.timeoutMs / 1000),
       expiresAt: apiSessions.expiresAt(s).toISOString(),
     };

@@ -7,7 +7,7 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.ts';
 import type { Caller } from './caller.ts';
 
-export type SessionResolver = (token: string, req: FastifyRequest) => Caller | undefined;
+export type SessionResolver = (token: string, req: FastifyRequest) => Caller | undefined | Promise<Caller | undefined>;
 
 const missingChallenge =
   'zt-session realm="zt-session" error="missing" error_description="no matching token was provided",' +
@@ -28,7 +28,7 @@ function hasBearer(req: FastifyRequest): boolean {
   return values.some((v) => v.trim().startsWith('Bearer '));
 }
 
-export function authenticateRequest(req: FastifyRequest, resolve: SessionResolver, mode: 'session' | 'partial'): void {
+export async function authenticateRequest(req: FastifyRequest, resolve: SessionResolver, mode: 'session' | 'partial'): Promise<void> {
   const token = sessionToken(req);
   if (!token) {
     if (hasBearer(req)) {
@@ -40,7 +40,7 @@ export function authenticateRequest(req: FastifyRequest, resolve: SessionResolve
       headers: { 'www-authenticate': missingChallenge },
     });
   }
-  const caller = resolve(token, req);
+  const caller = await resolve(token, req);
   if (!caller) throw new ApiError('UNAUTHORIZED', { headers: { 'www-authenticate': invalidChallenge } });
   if (caller.isPartial && mode !== 'partial') throw new ApiError('UNAUTHORIZED');
   req.caller = caller;

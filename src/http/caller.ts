@@ -15,6 +15,8 @@ export interface Caller {
   token: string;
   /** Primary authentication passed but a secondary factor (MFA) is still pending. */
   isPartial: boolean;
+  /** Secondary factors still pending (auth.md §4.6), TOTP first; empty for a full session. */
+  authQueries?: Record<string, unknown>[];
 }
 
 declare module 'fastify' {

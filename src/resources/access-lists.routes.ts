@@ -49,6 +49,8 @@ interface DerivedList {
   tag: string;
   summary: string;
   permission: PermissionResource;
+  /** Any authenticated caller may list it (management seed §4 rule 2); otherwise `permission` read is needed. */
+  openToAnySession?: boolean;
   item: TSchema;
   source: ListSource;
   querystring?: TSchema;
@@ -60,7 +62,7 @@ interface DerivedList {
 function derivedListRoute(spec: DerivedList): RouteSpec {
   return {
     method: 'GET', url: spec.url, operationId: spec.operationId, tag: spec.tag, summary: spec.summary,
-    auth: 'session', allow: allowedTo(spec.permission, 'read'),
+    auth: 'session', allow: spec.openToAnySession ? undefined : allowedTo(spec.permission, 'read'),
     params: Type.Object({ id: Type.String({ minLength: 1 }) }), querystring: spec.querystring ?? ListQuery,
     response: { 200: listEnvelope(spec.item) },
     handler: (req) => {
@@ -104,12 +106,12 @@ export function accessListRoutes(deps: AccessListDeps): RouteSpec[] {
     // Policies matching an entity.
     derivedListRoute({
       url: '/identities/:id/service-policies', operationId: 'listIdentityServicePolicies', tag: 'Identity',
-      summary: 'List the service policies that affect an identity', permission: 'identity', ...sp,
+      summary: 'List the service policies that affect an identity', permission: 'identity', openToAnySession: true, ...sp,
       parent: identity, ids: policiesOf('identity', 'servicePolicy'),
     }),
     derivedListRoute({
       url: '/identities/:id/edge-router-policies', operationId: 'listIdentitysEdgeRouterPolicies', tag: 'Identity',
-      summary: 'List the edge router policies that affect an identity', permission: 'identity', ...erp,
+      summary: 'List the edge router policies that affect an identity', permission: 'identity', openToAnySession: true, ...erp,
       parent: identity, ids: policiesOf('identity', 'edgeRouterPolicy'),
     }),
     derivedListRoute({
@@ -124,12 +126,12 @@ export function accessListRoutes(deps: AccessListDeps): RouteSpec[] {
     }),
     derivedListRoute({
       url: '/edge-routers/:id/edge-router-policies', operationId: 'listEdgeRouterEdgeRouterPolicies', tag: 'Edge Router',
-      summary: 'List the edge router policies that affect an edge router', permission: 'router', ...erp,
+      summary: 'List the edge router policies that affect an edge router', permission: 'router', openToAnySession: true, ...erp,
       parent: edgeRouter, ids: policiesOf('edgeRouter', 'edgeRouterPolicy'),
     }),
     derivedListRoute({
       url: '/edge-routers/:id/service-edge-router-policies', operationId: 'listEdgeRouterServiceEdgeRouterPolicies', tag: 'Edge Router',
-      summary: 'List the service edge router policies that affect an edge router', permission: 'router', ...serp,
+      summary: 'List the service edge router policies that affect an edge router', permission: 'router', openToAnySession: true, ...serp,
       parent: edgeRouter, ids: policiesOf('edgeRouter', 'serviceEdgeRouterPolicy'),
     }),
     derivedListRoute({

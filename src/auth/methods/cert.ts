@@ -41,6 +41,8 @@ export interface CertMethodDeps {
   identities: IdentityService;
   policies: AuthPolicyReader;
   clock?: Clock;
+  /** Live API-session certificates: a leaf that names no authenticator may be one of them. */
+  sessionCertificates?: { identityFor(fingerprint: string, at: Date): { identityId: string; authenticatorId: string } | undefined };
 }
 
 interface CertAuthenticatorRow {
@@ -104,6 +106,10 @@ export function createCertMethod(deps: CertMethodDeps): AuthMethod {
           `SELECT id, identity_id, is_issued_by_network, cert_pem, last_auth_resolved_to_root, is_extend_requested, is_key_roll_requested
            FROM authenticators WHERE method = 'cert' AND fingerprint = ?`,
         ).get(leaf.fingerprint) as CertAuthenticatorRow | undefined;
+        // A leaf that names no authenticator may be a live API-session certificate of the identity.
+        const sessionOwner = row ? undefined : deps.sessionCertificates?.identityFor(leaf.fingerprint, clock.now());
+        if (!row && !sessionOwner) throw refused();
+        if (sessionOwner) return finish(sessionOwner.identityId, sessionOwner.authenticatorId, { improperClientCertChain });
         if (!row) throw refused();
         identityId = row.identity_id;
         authenticatorId = row.id;
@@ -119,11 +125,15 @@ export function createCertMethod(deps: CertMethodDeps): AuthMethod {
         }
       }
 
-      const identity = deps.identities.summary(identityId);
-      const policy = identity ? deps.policies.primary(identity.authPolicyId) : undefined;
-      if (!identity || identity.disabled || !policy || !policy.cert.allowed) throw refused();
-      if (!policy.cert.allowExpiredCerts && !isValidAt(leaf, clock.now())) throw refused();
-      return { identityId, authenticatorId, isCertExtendable, improperClientCertChain, isCertExtendRequested, isCertKeyRollRequested };
+      return finish(identityId, authenticatorId, { isCertExtendable, improperClientCertChain, isCertExtendRequested, isCertKeyRollRequested });
+
+      function finish(identityId: string, authenticatorId: string, flags: Omit<AuthOutcome, 'identityId' | 'authenticatorId'>): AuthOutcome {
+        const identity = deps.identities.summary(identityId);
+        const policy = identity ? deps.policies.primary(identity.authPolicyId) : undefined;
+        if (!identity || identity.disabled || !policy || !policy.cert.allowed) throw refused();
+        if (!policy.cert.allowExpiredCerts && !isValidAt(leaf, clock.now())) throw refused();
+        return { identityId, authenticatorId, ...flags };
+      }
     },
   };
 }

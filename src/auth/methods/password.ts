@@ -3,19 +3,52 @@
  * auth policies that disallow passwords, and verifies the argon2id hash. Every failure is the same
  * 401 INVALID_AUTH so a caller cannot tell which part was wrong; an unknown user name still costs one
  * hash verification so timing does not tell either.
+ *
+ * Lockout (auth.md §1.3): each wrong password of an enabled identity counts against its authenticator
+ * (stored, so the count survives restarts); when the policy's `maxAttempts` is non-zero and reached, the
+ * identity is disabled for `lockoutDurationMinutes` (0: until an administrator enables it), its API
+ * sessions end, and the count starts over. A successful login resets the count.
  */
 import { ApiError } from '../../errors.ts';
 import { decoyHash, verifyPassword } from '../password-hash.ts';
+import type { Db } from '../../store/database.ts';
+import { prepare } from '../../store/entity-table.ts';
+import { withTransaction } from '../../store/transaction.ts';
+import { systemClock, type Clock } from '../../resources/entity-service.ts';
 import type { AuthenticatorService } from '../../resources/authenticators/authenticator.service.ts';
 import type { IdentityService } from '../../resources/identities/identity.service.ts';
 import type { AuthMethod, AuthRequest } from './auth-method.ts';
-import type { AuthPolicyReader } from '../auth-policy-reader.ts';
+import type { AuthPolicyReader, PrimarySettings } from '../auth-policy-reader.ts';
 
 export function createPasswordMethod(deps: {
   authenticators: AuthenticatorService;
   identities: IdentityService;
   policies: AuthPolicyReader;
+  /** Where failed attempts are counted; without it there is no lockout. */
+  db?: Db;
+  clock?: Clock;
 }): AuthMethod {
+  const clock = deps.clock ?? systemClock;
+
+  function recordFailure(db: Db, authenticatorId: string, identityId: string, updb: PrimarySettings['updb']): void {
+    withTransaction(db, (tx) => {
+      const row = prepare(tx.db, 'UPDATE authenticators SET failed_attempts = failed_attempts + 1 WHERE id = ? RETURNING failed_attempts').get(
+        authenticatorId,
+      ) as { failed_attempts: number } | undefined;
+      if (!row || updb.maxAttempts <= 0 || row.failed_attempts < updb.maxAttempts) return;
+      const now = clock.now();
+      const until = updb.lockoutDurationMinutes > 0 ? new Date(now.getTime() + updb.lockoutDurationMinutes * 60_000).toISOString() : null;
+      prepare(tx.db, 'UPDATE identities SET disabled_at = ?, disabled_until = ?, updated_at = ? WHERE id = ?').run(
+        now.toISOString(),
+        until,
+        now.toISOString(),
+        identityId,
+      );
+      prepare(tx.db, 'DELETE FROM api_sessions WHERE identity_id = ?').run(identityId);
+      prepare(tx.db, 'UPDATE authenticators SET failed_attempts = 0 WHERE id = ?').run(authenticatorId);
+    });
+  }
+
   return {
     name: 'password',
     async authenticate(req: AuthRequest) {
@@ -31,8 +64,14 @@ export function createPasswordMethod(deps: {
       const identity = deps.identities.summary(authenticator.identityId as string);
       const policy = identity ? deps.policies.primary(identity.authPolicyId) : undefined;
       const passwordOk = await verifyPassword(authenticator.passwordHash as string, password);
-      if (!identity || identity.disabled || !policy || !policy.updb.allowed || !passwordOk) throw new ApiError('INVALID_AUTH');
-      return { identityId: identity.id, authenticatorId: authenticator.id as string };
+      if (!identity || identity.disabled || !policy || !policy.updb.allowed) throw new ApiError('INVALID_AUTH');
+      const authenticatorId = authenticator.id as string;
+      if (!passwordOk) {
+        if (deps.db) recordFailure(deps.db, authenticatorId, identity.id, policy.updb);
+        throw new ApiError('INVALID_AUTH');
+      }
+      if (deps.db) prepare(deps.db, 'UPDATE authenticators SET failed_attempts = 0 WHERE id = ? AND failed_attempts <> 0').run(authenticatorId);
+      return { identityId: identity.id, authenticatorId };
     },
   };
 }

@@ -6,6 +6,7 @@
  */
 import { ApiError, fieldError } from '../../errors.ts';
 import { hashPassword } from '../../auth/password-hash.ts';
+import { assertPasswordRules } from '../../auth/password-rules.ts';
 import type { Db } from '../../store/database.ts';
 import { insertEntity, prepare } from '../../store/entity-table.ts';
 import { withTransaction } from '../../store/transaction.ts';
@@ -38,6 +39,7 @@ export function createUpdbEnrollMethod(deps: UpdbEnrollDeps): EnrollMethod {
       if (typeof password !== 'string' || password === '') throw fieldError('password', 'password in body is required', '');
       if (password.length < MIN_PASSWORD) throw fieldError('password', `password in body should be at least ${MIN_PASSWORD} chars long`, password);
       if (password.length > MAX_PASSWORD) throw fieldError('password', `password in body should be at most ${MAX_PASSWORD} chars long`, password);
+      assertPasswordRules(deps.db, identityId, password);
       const username = enrollment.username ?? '';
       const passwordHash = await hashPassword(password);
       withTransaction(deps.db, (tx) => {

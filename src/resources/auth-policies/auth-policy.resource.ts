@@ -2,9 +2,14 @@
  * Auth policies: which primary methods an identity may use (cert, updb with password rules and lockout,
  * ext-jwt with allowed signers) and which secondary factors it needs. The `default` policy exists on a
  * fresh controller and is what identities reference unless told otherwise.
+ *
+ * The request schemas follow the spec's create/put and patch definitions (the patch variants make every
+ * nested member optional and nullable); the read model always shows every primary member, `allowedSigners`
+ * as an array, and leaves out an unset `requireExtJwtSigner` (model.md §3.12).
  */
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import { defineResource } from '../define-resource.ts';
+import { Nullable, TagsNullable } from '../common.schema.ts';
 
 const PrimarySettings = Type.Object({
   cert: Type.Object({ allowed: Type.Boolean(), allowExpiredCerts: Type.Boolean() }),
@@ -25,17 +30,42 @@ const SecondarySettings = Type.Object({
   requireTotp: Type.Boolean(),
 });
 
+/** Every member optional and nullable; the object itself nullable (null means "not supplied"). */
+function patchOf(object: TSchema): TSchema {
+  const properties: Record<string, TSchema> = {};
+  for (const [name, member] of Object.entries((object as unknown as { properties: Record<string, TSchema> }).properties)) {
+    const inner = member as unknown as { type?: unknown; properties?: unknown };
+    if (inner.properties) properties[name] = patchOf(member);
+    else if (inner.type === 'array') properties[name] = Type.Unsafe({ type: ['array', 'null'], items: (member as unknown as { items: unknown }).items });
+    else properties[name] = Type.Unsafe({ ...member, type: Array.isArray(inner.type) ? inner.type : [inner.type, 'null'] });
+  }
+  return Type.Unsafe({ type: ['object', 'null'], properties });
+}
+
 export const authPolicyResource = defineResource({
   entityType: 'auth-policies',
   singular: 'authPolicy',
   permission: 'auth-policy',
   table: 'auth_policies',
-  names: { detail: 'authPolicyDetail' },
+  names: { create: 'authPolicyCreate', update: 'authPolicyUpdate', patch: 'authPolicyPatch', detail: 'authPolicyDetail' },
   fields: {
-    name: { schema: Type.String(), column: 'name', filter: 'string' },
-    primary: { schema: PrimarySettings, column: 'primary_settings', kind: 'json' },
-    secondary: { schema: SecondarySettings, column: 'secondary_settings', kind: 'json' },
+    name: { schema: Type.String(), column: 'name', filter: 'string', create: 'required', put: 'required', patch: true },
+    primary: { schema: PrimarySettings, column: 'primary_settings', kind: 'json', create: 'required', put: 'required', patch: true },
+    secondary: { schema: SecondarySettings, column: 'secondary_settings', kind: 'json', create: 'required', put: 'required', patch: true },
   },
+});
+
+/** Request bodies of create and put (authPolicyCreate / authPolicyUpdate). */
+export const authPolicyWriteSchema = Type.Unsafe({
+  type: 'object',
+  properties: { name: Type.String(), primary: PrimarySettings, secondary: SecondarySettings, tags: TagsNullable },
+  required: ['name', 'primary', 'secondary'],
+});
+
+/** Request body of patch (authPolicyPatch). */
+export const authPolicyPatchSchema = Type.Unsafe({
+  type: 'object',
+  properties: { name: Nullable(Type.String()), primary: patchOf(PrimarySettings), secondary: patchOf(SecondarySettings), tags: TagsNullable },
 });
 
 /** The stored default policy (upstream's fresh-database values). */

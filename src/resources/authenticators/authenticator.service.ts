@@ -6,6 +6,7 @@ import type { Db } from '../../store/database.ts';
 import { prepare, type Values } from '../../store/entity-table.ts';
 import { ApiError, fieldError, notFound } from '../../errors.ts';
 import { hashPassword, verifyPassword } from '../../auth/password-hash.ts';
+import { assertPasswordRules } from '../../auth/password-rules.ts';
 import { createEntityService, systemClock, type Clock, type ListRequest } from '../entity-service.ts';
 import { authenticatorResource } from './authenticator.resource.ts';
 
@@ -50,6 +51,7 @@ export function createAuthenticatorService(db: Db, certs: CertificateInspector, 
       if (body.certPem !== undefined && body.certPem !== null) throw new ApiError('INVALID_AUTHENTICATOR_PROPERTIES');
       checkLength('username', body.username, 4, 100);
       checkLength('password', body.password, 5, 100);
+      if (typeof body.identityId === 'string') assertPasswordRules(db, body.identityId, body.password as string);
       const passwordHash = await hashPassword(body.password as string);
       return entities.create({ ...body, certPem: undefined }, { passwordHash });
     }
@@ -66,7 +68,10 @@ export function createAuthenticatorService(db: Db, certs: CertificateInspector, 
       throw new ApiError('CAN_NOT_UPDATE_AUTHENTICATOR', { cause: { code: 'UNHANDLED', message: 'only updb authenticators have a username and password' } });
     }
     const extra: Values = {};
-    if (typeof body.password === 'string') extra.passwordHash = await hashPassword(body.password);
+    if (typeof body.password === 'string') {
+      assertPasswordRules(db, existing.identityId as string, body.password);
+      extra.passwordHash = await hashPassword(body.password);
+    }
     entities.update(id, body, mode, extra);
   }
 

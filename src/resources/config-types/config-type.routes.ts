@@ -12,7 +12,9 @@ import type { ConfigService } from '../configs/config.service.ts';
 
 export function configTypeRoutes(configTypes: ConfigTypeService, configs: ConfigService): RouteSpec[] {
   return [
-    ...crudRoutes(configTypeResource, configTypes, { tag: 'Config' }),
+    // Deleting a config type is open to any authenticated caller (management seed §4 rule 2); the rest
+    // of its CRUD needs the config-type permissions.
+    ...crudRoutes(configTypeResource, configTypes, { tag: 'Config' }).map((r) => (r.operationId === 'deleteConfigType' ? { ...r, allow: undefined } : r)),
     {
       method: 'GET', url: '/config-types/:id/configs', operationId: 'listConfigsForConfigType', tag: 'Config',
       summary: 'List the configs of a config type', auth: 'session', allow: allowedTo('config', 'read'),

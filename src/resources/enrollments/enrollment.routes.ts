@@ -34,7 +34,8 @@ export function enrollmentRoutes(enrollments: EnrollmentService, identities: Ide
     },
     {
       method: 'GET', url: '/identities/:id/enrollments', operationId: 'getIdentityEnrollments', tag: 'Identity',
-      summary: 'List the outstanding enrollments of an identity', auth: 'session', allow: allowedTo('identity', 'read'),
+      // Any authenticated caller (management seed §4 rule 2).
+      summary: 'List the outstanding enrollments of an identity', auth: 'session',
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(enrollmentResource.schemas.detail) },
       handler: (req) => {
         identities.get(id(req));

@@ -3,7 +3,7 @@
  * (authenticators) and the role-attribute list.
  */
 import type { RouteSpec } from '../../http/route.ts';
-import { allowedTo, crudRoutes } from '../../http/crud-routes.ts';
+import { crudRoutes } from '../../http/crud-routes.ts';
 import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
 import { list, listEnvelope } from '../../http/envelope.ts';
 import type { IdentityService } from './identity.service.ts';
@@ -19,7 +19,8 @@ export function identityRoutes(db: Db, identities: IdentityService, authenticato
     ...crudRoutes(identityResource, { ...identities, create: identities.createWithEnrollment }, { tag: 'Identity', roleFilter: true }),
     {
       method: 'GET', url: '/identities/:id/authenticators', operationId: 'getIdentityAuthenticators', tag: 'Identity',
-      summary: 'List the authenticators of an identity', auth: 'session', allow: allowedTo('identity', 'read'),
+      // Any authenticated caller (management seed §4 rule 2).
+      summary: 'List the authenticators of an identity', auth: 'session',
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(authenticatorResource.schemas.detail) },
       handler: (req) => {
         const id = (req.params as { id: string }).id;

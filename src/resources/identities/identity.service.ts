@@ -150,7 +150,8 @@ export function createIdentityService(db: Db, access: AccessService, clock: Cloc
     detail.hasApiSession = prepare(db, 'SELECT 1 FROM api_sessions WHERE identity_id = ? LIMIT 1').get(id) !== undefined;
     detail.hasEdgeRouterConnection = false;
     detail.edgeRouterConnectionStatus = 'offline';
-    detail.isMfaEnabled = false;
+    // MFA is enabled once the identity's TOTP enrollment is verified (auth.md §4.4).
+    detail.isMfaEnabled = prepare(db, 'SELECT 1 FROM mfas WHERE identity_id = ? AND is_verified = 1').get(id) !== undefined;
     detail.interfaces = null;
     detail.roleAttributes = values.roleAttributes ?? [];
     return detail;

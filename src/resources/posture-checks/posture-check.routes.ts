@@ -10,13 +10,18 @@ import type { PostureCheckService } from './posture-check.service.ts';
 import { postureCheckResource } from './posture-check.resource.ts';
 import { postureCheckTypeResource } from '../posture-check-types/posture-check-type.resource.ts';
 
+function openToAnySession(routes: RouteSpec[]): RouteSpec[] {
+  return routes.map((r) => ({ ...r, allow: undefined }));
+}
+
 export function postureCheckRoutes(db: Db, postureChecks: PostureCheckService, postureCheckTypes: CrudService): RouteSpec[] {
   return [
-    ...crudRoutes(postureCheckResource, postureChecks, { tag: 'Posture Checks', roleFilter: true }),
+    // Posture checks and their types are open to any authenticated caller (management seed §4 rule 2).
+    ...openToAnySession(crudRoutes(postureCheckResource, postureChecks, { tag: 'Posture Checks', roleFilter: true })),
     roleAttributeListRoute({
       url: '/posture-check-role-attributes', operationId: 'listPostureCheckRoleAttributes', tag: 'Role Attributes',
       table: 'posture_check_role_attributes', permission: 'posture-check', db,
     }),
-    ...crudRoutes(postureCheckTypeResource, postureCheckTypes, { tag: 'Posture Checks', operations: ['list', 'detail'] }),
+    ...openToAnySession(crudRoutes(postureCheckTypeResource, postureCheckTypes, { tag: 'Posture Checks', operations: ['list', 'detail'] })),
   ];
 }

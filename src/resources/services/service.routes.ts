@@ -102,7 +102,7 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
         if (!spec.parentExists(parent)) throw notFound(spec.parentName, parent);
         const set = spec.ids(parent, req);
         const r = services.list(listRequest(req), isCondition(set) ? set : idSetCondition('e.id', set));
-        const items = views.present(r.items, { identityId: callerOf(req).identity.id, permissions: false, emptyConfig: 'null' });
+        const items = views.present(r.items, { identityId: callerOf(req).identity.id, apiSessionId: callerOf(req).apiSession.id, permissions: false, emptyConfig: 'null' });
         return list(items, r.page, r.filterableFields);
       },
     };
@@ -117,8 +117,8 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
         const r = services.list(lr);
         const caller = callerOf(req);
         const opts: ServiceViewOptions = hasRoleFilter(lr)
-          ? { identityId: caller.identity.id, permissions: false, emptyConfig: 'null' }
-          : { identityId: caller.identity.id, permissions: true, configTypes: managementWanted(db, req), emptyConfig: 'object' };
+          ? { identityId: caller.identity.id, apiSessionId: caller.apiSession.id, permissions: false, emptyConfig: 'null' }
+          : { identityId: caller.identity.id, apiSessionId: caller.apiSession.id, permissions: true, configTypes: managementWanted(db, req), emptyConfig: 'object' };
         return list(views.present(r.items, opts), r.page, r.filterableFields);
       },
     },
@@ -127,7 +127,7 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
       auth: 'session', allow: allowedTo('service', 'read'), params: IdParams, response: { 200: detailEnvelope(detail) },
       handler: (req) => {
         const values = services.get(id(req));
-        return ok(views.present([values], { identityId: callerOf(req).identity.id, permissions: true, emptyConfig: 'null' })[0]);
+        return ok(views.present([values], { identityId: callerOf(req).identity.id, apiSessionId: callerOf(req).apiSession.id, permissions: true, emptyConfig: 'null' })[0]);
       },
     },
     ...crudRoutes(serviceResource, { ...services, present: serviceResource.presentStored }, { tag: 'Service', operations: ['create', 'update', 'patch', 'delete'] }),
@@ -194,7 +194,7 @@ export function clientServiceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
         const caller = callerOf(req);
         const lr = listRequest(req);
         const r = isAdmin(caller.identity) ? services.list(lr) : services.list(lr, idSetCondition('e.id', access.index.servicesOfIdentity(caller.identity.id)));
-        const items = views.present(r.items, { identityId: caller.identity.id, permissions: true, configTypes: clientWanted(db, req), emptyConfig: 'object' });
+        const items = views.present(r.items, { identityId: caller.identity.id, apiSessionId: caller.apiSession.id, permissions: true, configTypes: clientWanted(db, req), emptyConfig: 'object' });
         return list(items, r.page, r.filterableFields);
       },
     },
@@ -207,7 +207,7 @@ export function clientServiceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
         const values = services.find(serviceId);
         if (!values || !visible(caller.identity, serviceId)) throw notFound('service', serviceId);
         const wanted = sessionWantedTypes(caller.apiSession.configTypes);
-        return ok(views.present([values], { identityId: caller.identity.id, permissions: true, configTypes: wanted, emptyConfig: 'null' })[0]);
+        return ok(views.present([values], { identityId: caller.identity.id, apiSessionId: caller.apiSession.id, permissions: true, configTypes: wanted, emptyConfig: 'null' })[0]);
       },
     },
     ...crudRoutes(serviceResource, { ...services, present: serviceResource.presentStored }, { tag: 'Service', operations: ['update', 'patch', 'delete'] }),

@@ -5,8 +5,8 @@
  * reuses the existing session of the same (API session, service, type), and signs the session JWT
  * with the resolved id so `jti` always names a stored session.
  *
- * Sessions disappear with their API session, service or identity through the store's cascades.
- * Posture data does not exist yet, so any posture check on a policy fails that policy.
+ * Sessions disappear with their API session, service or identity through the store's cascades, and
+ * when posture enforcement finds their service without a passing policy (src/posture).
  */
 import type { Db } from '../../store/database.ts';
 import { prepare, selectPage } from '../../store/entity-table.ts';
@@ -24,6 +24,7 @@ import { isAdmin } from '../../auth/permissions.ts';
 import type { Clock, Page } from '../entity-service.ts';
 import { sessionSymbols } from './session.resource.ts';
 import { edgeRouterResource } from '../edge-routers/edge-router.resource.ts';
+import { createPostureEvaluator, type PostureEvaluator } from '../../posture/posture-evaluator.ts';
 
 /** Upstream caps the edge routers of a session (and of a service's router list) at 25. */
 export const MAX_SESSION_EDGE_ROUTERS = 25;
@@ -54,6 +55,8 @@ export interface SessionServiceDeps {
   clock: Clock;
   /** Controller start: the floor of `lastChangeAt` in service-updates. */
   startedAt: Date;
+  /** Posture evaluation of session requests (one over the same store is made when not given). */
+  posture?: PostureEvaluator;
 }
 
 export interface ListPage<T> {
@@ -120,6 +123,7 @@ function page(db: Db, source: string, symbols: SymbolTable, req: ListParams, res
 
 export function createSessionService(deps: SessionServiceDeps) {
   const { db, access, signer, issuer, clock, startedAt } = deps;
+  const posture = deps.posture ?? createPostureEvaluator({ db, access, clock });
 
   function find(id: string): SessionRecord | undefined {
     const row = prepare(db, 'SELECT * FROM sessions WHERE id = ?').get(id) as Record<string, unknown> | undefined;
@@ -141,32 +145,6 @@ export function createSessionService(deps: SessionServiceDeps) {
     return edgeRouterRows(identityId, serviceId).map((row) => {
       const props = edgeRouterProperties(row);
       return { ...props, urls: { ...(props.supportedProtocols as Record<string, string>) } };
-    });
-  }
-
-  /**
-   * Posture rule of session creation: when posture checks exist and policies of the requested type link
-   * identity and service, at least one of them must pass all of its checks. Without posture data a
-   * policy passes only when it has no checks. Returns the passing policy ids (empty when no check exists).
-   */
-  function evaluatePosture(identityId: string, serviceId: string, type: PolicyType): string[] {
-    const index = access.index;
-    if (index.entityCount('postureCheck') === 0) return [];
-    const linking = index.linkingServicePolicies(identityId, serviceId, type).sort();
-    if (linking.length === 0) return [];
-    const passing = linking.filter((policyId) => index.membersOf(policyId, 'postureCheckRoles').size === 0);
-    if (passing.length > 0) return passing;
-    const typeOf = prepare(db, 'SELECT type_id FROM posture_checks WHERE id = ?');
-    const data: Record<string, unknown> = {};
-    for (const policyId of linking) {
-      data[policyId] = [...index.membersOf(policyId, 'postureCheckRoles')].sort().map((checkId) => ({
-        id: checkId,
-        typeId: (typeOf.get(checkId) as { type_id: string } | undefined)?.type_id ?? '',
-        isPassing: false,
-      }));
-    }
-    throw new ApiError('INVALID_POSTURE', {
-      cause: { message: `Failed to pass posture checks for service policies: [${linking.join(' ')}]`, data },
     });
   }
 
@@ -207,7 +185,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     if ((type === 'Dial' && !perms.dial) || (type === 'Bind' && !perms.bind) || (type !== 'Dial' && type !== 'Bind')) {
       throw fieldError('ServiceId', 'service not found', serviceId);
     }
-    const servicePolicies = evaluatePosture(identityId, serviceId, type);
+    const servicePolicies = posture.assertSessionAllowed(identityId, caller.apiSession.id, serviceId, type);
     if (index.edgeRoutersFor(identityId, serviceId).size === 0) throw new ApiError('NO_EDGE_ROUTERS_AVAILABLE');
 
     const record = withTransaction(db, (tx) => {

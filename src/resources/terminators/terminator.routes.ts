@@ -28,7 +28,8 @@ export function terminatorRoutes(db: Db, terminators: TerminatorService): RouteS
     ...crudRoutes(terminatorResource, terminators, { tag: 'Terminator' }),
     {
       method: 'GET', url: '/services/:id/terminators', operationId: 'listServiceTerminators', tag: 'Service',
-      summary: 'List the terminators of a service', auth: 'session', allow: allowedTo('terminator', 'read'),
+      // Any authenticated caller (management seed §4 rule 2).
+      summary: 'List the terminators of a service', auth: 'session',
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(terminatorResource.schemas.detail) },
       handler: (req) => {
         const id = idOf(req);

@@ -371,7 +371,6 @@ describe('permissions', () => {
       await plain.post('/enrollments', { method: 'ott', identityId, expiresAt: inHours(1) }),
       await plain.delete(`/enrollments/${enrollmentId}`),
       await plain.post(`/enrollments/${enrollmentId}/refresh`, { expiresAt: inHours(1) }),
-      await plain.get(`/identities/${identityId}/enrollments`),
       await plain.post('/authenticators/any/re-enroll', { expiresAt: inHours(1) }),
       await plain.post('/authenticators/any/request-extend', {}),
       await tc.http.get('/edge/management/v1/enrollments'),
@@ -379,6 +378,8 @@ describe('permissions', () => {
       assertError(res, 401, 'UNAUTHORIZED');
     }
     assert.equal((await detail(enrollmentId)).identityId, identityId);
+    // An identity's enrollment list is open to any authenticated caller (management seed §4 rule 2).
+    assert.equal((await plain.get(`/identities/${identityId}/enrollments`)).status, 200);
   });
 
   it('lets a caller with the enrollment permission manage enrollments', async () => {

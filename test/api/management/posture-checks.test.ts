@@ -351,27 +351,21 @@ describe('GET /posture-check-types', () => {
 });
 
 describe('posture check permissions', () => {
-  it('answers a non-admin identity with 401 UNAUTHORIZED and lets posture-check.read read', async () => {
+  it('lets any authenticated caller use posture checks and their types (management seed §4 rule 2), but not the role-attribute list', async () => {
     const id = await create({ typeId: 'MFA' });
     const user = await createUserWithPassword(tc);
     const asUser = tc.mgmt.as({ token: user.token });
-    for (const res of [
-      await asUser.get('/posture-checks'),
-      await asUser.post('/posture-checks', { name: uniqueName('x'), typeId: 'MFA' }),
-      await asUser.get(`/posture-checks/${id}`),
-      await asUser.patch(`/posture-checks/${id}`, { typeId: 'MFA', promptOnWake: true }),
-      await asUser.put(`/posture-checks/${id}`, { name: uniqueName('x'), typeId: 'MFA' }),
-      await asUser.delete(`/posture-checks/${id}`),
-      await asUser.get('/posture-check-types'),
-      await asUser.get('/posture-check-role-attributes'),
-    ]) {
-      assertError(res, 401, 'UNAUTHORIZED');
-    }
-    const reader = await createUserWithPassword(tc, { permissions: ['posture-check.read'] });
-    const asReader = tc.mgmt.as({ token: reader.token });
-    assert.equal((await asReader.get(`/posture-checks/${id}`)).status, 200);
-    assert.equal((await asReader.get('/posture-check-types')).status, 200);
-    assertError(await asReader.delete(`/posture-checks/${id}`), 401, 'UNAUTHORIZED');
-    assert.equal((await detail(id)).version, 1);
+    assert.equal((await asUser.get('/posture-checks')).status, 200);
+    assert.equal((await asUser.get(`/posture-checks/${id}`)).status, 200);
+    assert.equal((await asUser.get('/posture-check-types')).status, 200);
+    const typeId = (await tc.mgmt.get('/posture-check-types')).body.data[0].id as string;
+    assert.equal((await asUser.get(`/posture-check-types/${typeId}`)).status, 200);
+    assertEmptyOk(await asUser.patch(`/posture-checks/${id}`, { typeId: 'MFA', promptOnWake: true }));
+    assert.equal((await detail(id)).version, 2);
+    const created = await asUser.post('/posture-checks', { name: uniqueName('x'), typeId: 'MFA' });
+    assert.equal(created.status, 201, created.text);
+    assertEmptyOk(await asUser.delete(`/posture-checks/${created.body.data.id}`));
+    assertError(await asUser.get('/posture-check-role-attributes'), 401, 'UNAUTHORIZED');
+    assertError(await tc.http.get('/edge/management/v1/posture-checks'), 401, 'UNAUTHORIZED');
   });
 });

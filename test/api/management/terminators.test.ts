@@ -291,7 +291,6 @@ describe('terminator operations: authorization', () => {
       ['PUT', `/terminators/${id}`, { service: f.service, router: f.router, binding: 'b', address: 'a' }],
       ['PATCH', `/terminators/${id}`, { cost: 3 }],
       ['DELETE', `/terminators/${id}`],
-      ['GET', `/services/${f.service}/terminators`],
     ];
     for (const [method, path, body] of ops) assertError(await asUser.request(method, path, body === undefined ? {} : { body }), 401, 'UNAUTHORIZED');
     assert.deepEqual(await detail(id), before);

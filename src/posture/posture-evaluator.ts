@@ -1,0 +1,280 @@
+/**
+ * Posture evaluation over the store: which service policies of an identity pass their posture checks for
+ * one API session, used by session creation (auth.md §5.3: 409 INVALID_POSTURE, the refusal recorded as a
+ * failed service request), by the services' `postureQueries` (§5.4), and by the enforcement that deletes
+ * sessions whose service no longer has a passing policy (§5.2).
+ */
+import type { Db } from '../store/database.ts';
+import { prepare } from '../store/entity-table.ts';
+import { withTransaction, type Tx } from '../store/transaction.ts';
+import { idSetCondition } from '../query/dialect.ts';
+import { ApiError } from '../errors.ts';
+import type { AccessService } from '../access/access.service.ts';
+import type { PolicyType } from '../access/access-index.ts';
+import type { Clock } from '../resources/entity-service.ts';
+import { loadPostureData, type PostureData } from './posture-data.ts';
+import {
+  NO_TIMEOUT,
+  evaluateCheck,
+  failureOf,
+  mfaLastEventAt,
+  mfaSettings,
+  mfaTimeoutRemaining,
+  type PostureCheckDef,
+} from './posture-check-eval.ts';
+
+/** Upstream keeps the last 100 refused session requests per identity. */
+export const MAX_FAILED_SERVICE_REQUESTS = 100;
+
+const NO_CHECKS = 'no posture checks defined';
+
+export interface PostureEvaluatorDeps {
+  db: Db;
+  access: AccessService;
+  clock: Clock;
+}
+
+interface PolicyResult {
+  policyId: string;
+  checks: PostureCheckDef[];
+  failing: PostureCheckDef[];
+}
+
+function parseJson(text: string | null | undefined, fallback: Record<string, unknown> = {}): Record<string, unknown> {
+  if (!text) return fallback;
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return fallback;
+  }
+}
+
+export function createPostureEvaluator(deps: PostureEvaluatorDeps) {
+  const { db, access, clock } = deps;
+
+  /** A loader of posture checks by id, caching for the duration of one evaluation. */
+  function checkLoader(): (id: string) => PostureCheckDef | undefined {
+    const cache = new Map<string, PostureCheckDef | undefined>();
+    const stmt = prepare(db, 'SELECT id, name, type_id, details, created_at, updated_at, tags FROM posture_checks WHERE id = ?');
+    return (id) => {
+      if (cache.has(id)) return cache.get(id);
+      const row = stmt.get(id) as Record<string, string> | undefined;
+      const def = row
+        ? {
+            id: row.id!,
+            name: row.name!,
+            typeId: row.type_id!,
+            details: parseJson(row.details),
+            createdAt: row.created_at!,
+            updatedAt: row.updated_at!,
+            tags: parseJson(row.tags),
+          }
+        : undefined;
+      cache.set(id, def);
+      return def;
+    };
+  }
+
+  function anyChecks(): boolean {
+    return prepare(db, 'SELECT 1 FROM posture_checks LIMIT 1').get() !== undefined;
+  }
+
+  function policyChecks(policyId: string, load: (id: string) => PostureCheckDef | undefined): PostureCheckDef[] {
+    const out: PostureCheckDef[] = [];
+    for (const id of [...access.index.membersOf(policyId, 'postureCheckRoles')].sort()) {
+      const def = load(id);
+      if (def) out.push(def);
+    }
+    return out;
+  }
+
+  function evaluatePolicies(
+    policyIds: string[],
+    data: PostureData,
+    apiSessionId: string,
+    load: (id: string) => PostureCheckDef | undefined,
+    now: number,
+  ): PolicyResult[] {
+    return policyIds.map((policyId) => {
+      const checks = policyChecks(policyId, load);
+      return { policyId, checks, failing: checks.filter((c) => !evaluateCheck(c, data, apiSessionId, now)) };
+    });
+  }
+
+  /**
+   * §5.3: passes when no check exists anywhere, when no policy of the type links identity and service, or
+   * when one linking policy passes all of its checks. `passing` lists the passing policies.
+   */
+  function evaluateServiceRequest(
+    identityId: string,
+    apiSessionId: string,
+    serviceId: string,
+    type: PolicyType,
+    ctx: { data?: PostureData; load?: (id: string) => PostureCheckDef | undefined } = {},
+  ): { passed: boolean; passing: string[]; results: PolicyResult[]; data?: PostureData } {
+    if (!anyChecks()) return { passed: true, passing: [], results: [] };
+    const linking = access.index.linkingServicePolicies(identityId, serviceId, type).sort();
+    if (linking.length === 0) return { passed: true, passing: [], results: [] };
+    const data = ctx.data ?? loadPostureData(db, identityId);
+    const results = evaluatePolicies(linking, data, apiSessionId, ctx.load ?? checkLoader(), clock.now().getTime());
+    const passing = results.filter((r) => r.failing.length === 0).map((r) => r.policyId);
+    return { passed: passing.length > 0, passing, results, data };
+  }
+
+  /** Stores a refused session request, keeping the newest 100 of the identity. */
+  function recordFailure(tx: Tx, identityId: string, entry: Record<string, unknown>): void {
+    prepare(tx.db, 'INSERT INTO posture_failed_service_requests (identity_id, data) VALUES (?, ?)').run(identityId, JSON.stringify(entry));
+    prepare(
+      tx.db,
+      `DELETE FROM posture_failed_service_requests WHERE identity_id = ? AND seq NOT IN
+         (SELECT seq FROM posture_failed_service_requests WHERE identity_id = ? ORDER BY seq DESC LIMIT ${MAX_FAILED_SERVICE_REQUESTS})`,
+    ).run(identityId, identityId);
+  }
+
+  /**
+   * Session creation's posture rule: the passing policy ids (empty when posture does not apply), or 409
+   * INVALID_POSTURE after recording the refusal as a failed service request.
+   */
+  function assertSessionAllowed(identityId: string, apiSessionId: string, serviceId: string, type: PolicyType): string[] {
+    const load = checkLoader();
+    const r = evaluateServiceRequest(identityId, apiSessionId, serviceId, type, { load });
+    if (r.passed) return r.passing;
+    const now = clock.now();
+    const data = r.data!;
+    const policyName = prepare(db, 'SELECT name FROM service_policies WHERE id = ?');
+    const serviceName = (prepare(db, 'SELECT name FROM services WHERE id = ?').get(serviceId) as { name: string } | undefined)?.name ?? '';
+    const entry = {
+      apiSessionId,
+      policyFailures: r.results.map((p) => ({
+        checks: p.failing.map((c) => failureOf(c, data, apiSessionId, now.getTime())),
+        policyId: p.policyId,
+        policyName: (policyName.get(p.policyId) as { name: string } | undefined)?.name ?? '',
+      })),
+      serviceId,
+      serviceName,
+      sessionType: type,
+      when: now.toISOString(),
+    };
+    withTransaction(db, (tx) => recordFailure(tx, identityId, entry));
+    const causeData: Record<string, unknown> = {};
+    for (const p of r.results) causeData[p.policyId] = p.failing.map((c) => ({ id: c.id, typeId: c.typeId, isPassing: false }));
+    throw new ApiError('INVALID_POSTURE', {
+      cause: { message: `Failed to pass posture checks for service policies: [${r.results.map((p) => p.policyId).join(' ')}]`, data: causeData },
+    });
+  }
+
+  /** The refused session requests of an identity, oldest first. */
+  function failedServiceRequests(identityId: string): unknown[] {
+    const rows = prepare(db, 'SELECT data FROM posture_failed_service_requests WHERE identity_id = ? ORDER BY seq').all(identityId) as Array<{ data: string }>;
+    return rows.map((r) => JSON.parse(r.data) as unknown);
+  }
+
+  /**
+   * Renders `postureQueries` for services of one caller: data and checks are loaded once per context.
+   * Without an API session (management views) MFA checks are evaluated as not passed.
+   */
+  function queryContext(identityId: string, apiSessionId: string | undefined) {
+    const checksExist = anyChecks();
+    let data: PostureData | undefined;
+    const load = checkLoader();
+    const now = clock.now();
+    const nowMs = now.getTime();
+
+    function query(check: PostureCheckDef, isPassing: boolean, d: PostureData): Record<string, unknown> {
+      const q: Record<string, unknown> = {
+        _links: { self: { href: `./posture-checks/${check.id}` } },
+        createdAt: check.createdAt,
+        id: check.id,
+        tags: check.tags,
+        updatedAt: check.updatedAt,
+        isPassing,
+        queryType: check.typeId,
+        timeout: NO_TIMEOUT,
+        timeoutRemaining: NO_TIMEOUT,
+      };
+      const ref = (p: unknown) => {
+        const proc = (p ?? {}) as Record<string, unknown>;
+        return { osType: proc.osType, path: proc.path };
+      };
+      if (check.typeId === 'PROCESS') q.process = ref(check.details.process);
+      if (check.typeId === 'PROCESS_MULTI') q.processes = ((check.details.processes as unknown[]) ?? []).map(ref);
+      if (check.typeId === 'MFA') {
+        const m = mfaSettings(check);
+        const remaining = mfaTimeoutRemaining(m, d, apiSessionId, nowMs);
+        q.timeout = m.timeoutSeconds;
+        q.timeoutRemaining = remaining;
+        if (remaining >= 0) q.timeoutAt = new Date(nowMs + remaining * 1000).toISOString();
+        q.promptOnWake = m.promptOnWake;
+        q.promptOnUnlock = m.promptOnUnlock;
+        const event = mfaLastEventAt(m, apiSessionId ? d.apiSessions.get(apiSessionId) : undefined);
+        if (event && Date.parse(event) > Date.parse(check.updatedAt)) q.updatedAt = event;
+      }
+      return q;
+    }
+
+    return (serviceId: string, permissions: readonly string[] | null): unknown[] => {
+      const entries: Array<Record<string, unknown>> = [];
+      if (checksExist) {
+        const policies = [...access.index.linkingServicePolicies(identityId, serviceId)].sort();
+        if (policies.length > 0) data ??= loadPostureData(db, identityId);
+        for (const policyId of policies) {
+          const queries: unknown[] = [];
+          let passing = true;
+          for (const check of policyChecks(policyId, load)) {
+            const ok = evaluateCheck(check, data!, apiSessionId, nowMs);
+            passing &&= ok;
+            queries.push(query(check, ok, data!));
+          }
+          entries.push({ isPassing: passing, policyId, policyType: access.index.policyType(policyId) ?? 'Dial', postureQueries: queries });
+        }
+      }
+      if (entries.length > 0) return entries;
+      return (permissions ?? []).map((perm) => ({
+        isPassing: true,
+        policyId: `dummy ${perm.toLowerCase()} policy: ${NO_CHECKS}`,
+        policyType: perm,
+        postureQueries: [],
+      }));
+    };
+  }
+
+  /**
+   * Deletes the sessions (of the given identities, or all) whose service no longer has a passing policy
+   * for their API session and type, and bumps the service-update mark of their identities. Returns the
+   * identities that lost sessions.
+   */
+  function enforce(tx: Tx, identityIds?: Iterable<string>): Set<string> {
+    const affected = new Set<string>();
+    if (!anyChecks()) return affected;
+    let sql = 'SELECT id, identity_id, api_session_id, service_id, session_type FROM sessions';
+    let params: unknown[] = [];
+    if (identityIds) {
+      const cond = idSetCondition('identity_id', new Set(identityIds));
+      sql += ` WHERE ${cond.sql}`;
+      params = cond.params;
+    }
+    const sessions = prepare(tx.db, `${sql} ORDER BY identity_id`).all(...params) as Array<Record<string, string>>;
+    const load = checkLoader();
+    const dataOf = new Map<string, PostureData>();
+    const remove = prepare(tx.db, 'DELETE FROM sessions WHERE id = ?');
+    for (const s of sessions) {
+      const identityId = s.identity_id!;
+      let data = dataOf.get(identityId);
+      if (!data) {
+        data = loadPostureData(tx.db, identityId);
+        dataOf.set(identityId, data);
+      }
+      const r = evaluateServiceRequest(identityId, s.api_session_id!, s.service_id!, s.session_type as PolicyType, { data, load });
+      if (!r.passed) {
+        remove.run(s.id);
+        affected.add(identityId);
+      }
+    }
+    if (affected.size > 0) access.touch(tx, affected);
+    return affected;
+  }
+
+  return { anyChecks, evaluateServiceRequest, assertSessionAllowed, failedServiceRequests, queryContext, enforce, checkLoader };
+}
+
+export type PostureEvaluator = ReturnType<typeof createPostureEvaluator>;

@@ -1,0 +1,284 @@
+/**
+ * Posture responses (auth.md §5.2): validates and stores what clients report (OS, MAC, domain and
+ * processes per identity; endpoint state per API session), then bumps the identity's service-update mark
+ * and deletes the identity's sessions whose service no longer has a passing policy. Also the management
+ * views of posture data and refused session requests (§5.5), and the periodic enforcement that makes MFA
+ * timeouts and wake/unlock prompts take effect on existing sessions (every 5 s, as upstream).
+ */
+import type { Db } from '../store/database.ts';
+import { prepare } from '../store/entity-table.ts';
+import { withTransaction, type Tx } from '../store/transaction.ts';
+import { fieldError, formatCauseValue } from '../errors.ts';
+import type { AccessService } from '../access/access.service.ts';
+import type { Clock } from '../resources/entity-service.ts';
+import type { Caller } from '../http/caller.ts';
+import { cleanHex, loadPostureData, processesByCheckId } from './posture-data.ts';
+import { MFA_PROMPT_GRACE_SECONDS, NO_TIMEOUT, sessionMfaFlags } from './posture-check-eval.ts';
+import { createPostureEvaluator, type PostureEvaluator } from './posture-evaluator.ts';
+
+/** Response types a client may submit; MFA and PROCESS_MULTI are not among them. */
+export const postureResponseTypes = ['OS', 'MAC', 'DOMAIN', 'PROCESS', 'ENDPOINT_STATE'] as const;
+type ResponseType = (typeof postureResponseTypes)[number];
+
+export const ENFORCE_INTERVAL_MS = 5000;
+
+type Parsed =
+  | { typeId: 'OS'; id: string; type: string; version: string; build: string }
+  | { typeId: 'MAC'; id: string; macAddresses: string[] }
+  | { typeId: 'DOMAIN'; id: string; domain: string }
+  | { typeId: 'PROCESS'; id: string; path: string; isRunning: boolean; hash: string; signerFingerprints: string[] }
+  | { typeId: 'ENDPOINT_STATE'; id: string; woken: boolean; unlocked: boolean };
+
+export interface PostureResponseService {
+  id: string;
+  name: string;
+  postureQueryType: string;
+  timeout: number;
+  timeoutRemaining: number;
+}
+
+export interface PostureServiceDeps {
+  db: Db;
+  access: AccessService;
+  clock: Clock;
+  evaluator?: PostureEvaluator;
+  enforceIntervalMs?: number;
+}
+
+/** A body reader that matches keys case-insensitively (as Go's JSON decoding does), exact spelling first. */
+function reader(body: Record<string, unknown>, prefix: string) {
+  const keys = Object.keys(body);
+  const get = (name: string): unknown => {
+    if (name in body) return body[name];
+    const key = keys.find((k) => k.toLowerCase() === name.toLowerCase());
+    return key === undefined ? undefined : body[key];
+  };
+  const label = (name: string) => prefix + name;
+  const typeError = (name: string, type: string, value: unknown) =>
+    fieldError(label(name), `${label(name)} in body must be of type ${type}: ${JSON.stringify(formatCauseValue(value))}`, value);
+  return {
+    get,
+    string(name: string, required: boolean): string {
+      const v = get(name);
+      if (v === undefined || v === null) {
+        if (required) throw fieldError(label(name), `${label(name)} in body is required`, undefined);
+        return '';
+      }
+      if (typeof v !== 'string') throw typeError(name, 'string', v);
+      return v;
+    },
+    boolean(name: string): boolean {
+      const v = get(name);
+      if (v === undefined || v === null) return false;
+      if (typeof v !== 'boolean') throw typeError(name, 'boolean', v);
+      return v;
+    },
+    strings(name: string, required: boolean): string[] {
+      const v = get(name);
+      if (v === undefined || v === null) {
+        if (required) throw fieldError(label(name), `${label(name)} in body is required`, undefined);
+        return [];
+      }
+      if (!Array.isArray(v)) throw typeError(name, 'array', v);
+      v.forEach((item, i) => {
+        if (typeof item !== 'string') throw typeError(`${name}.${i}`, 'string', item);
+      });
+      return v as string[];
+    },
+  };
+}
+
+/** Validates one posture response (the discriminator first, then the type's fields). */
+export function parsePostureResponse(item: unknown, prefix = ''): Parsed {
+  if (item === null || typeof item !== 'object' || Array.isArray(item)) {
+    const field = prefix ? prefix.slice(0, -1) : 'body';
+    throw fieldError(field, `${field} in body must be of type object: ${JSON.stringify(formatCauseValue(item))}`, item);
+  }
+  const r = reader(item as Record<string, unknown>, prefix);
+  const typeId = r.get('typeId');
+  if (typeId === undefined || typeId === null) throw fieldError(`${prefix}typeId`, `${prefix}typeId in body is required`, undefined);
+  if (typeof typeId !== 'string' || !(postureResponseTypes as readonly string[]).includes(typeId)) {
+    throw fieldError(`${prefix}typeId`, `invalid typeId value: ${JSON.stringify(formatCauseValue(typeId))}`, typeId);
+  }
+  const id = r.string('id', true);
+  switch (typeId as ResponseType) {
+    case 'OS':
+      return { typeId: 'OS', id, type: r.string('type', true), version: r.string('version', true), build: r.string('build', false) };
+    case 'MAC':
+      return { typeId: 'MAC', id, macAddresses: r.strings('macAddresses', true) };
+    case 'DOMAIN':
+      return { typeId: 'DOMAIN', id, domain: r.string('domain', true) };
+    case 'PROCESS':
+      return {
+        typeId: 'PROCESS',
+        id,
+        path: r.string('path', false),
+        isRunning: r.boolean('isRunning'),
+        hash: r.string('hash', false),
+        signerFingerprints: r.strings('signerFingerprints', false),
+      };
+    case 'ENDPOINT_STATE':
+      return { typeId: 'ENDPOINT_STATE', id, woken: r.boolean('woken'), unlocked: r.boolean('unlocked') };
+  }
+}
+
+export function createPostureService(deps: PostureServiceDeps) {
+  const { db, access, clock } = deps;
+  const evaluator = deps.evaluator ?? createPostureEvaluator({ db, access, clock });
+  let timer: NodeJS.Timeout | undefined;
+
+  function store(tx: Tx, caller: Caller, r: Parsed, now: string): void {
+    const identityId = caller.identity.id;
+    const upsertResponse = (typeId: string, data: Record<string, unknown>) =>
+      prepare(
+        tx.db,
+        `INSERT INTO posture_responses (identity_id, type_id, posture_check_id, data, last_updated_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT(identity_id, type_id) DO UPDATE SET posture_check_id = excluded.posture_check_id, data = excluded.data,
+           last_updated_at = excluded.last_updated_at`,
+      ).run(identityId, typeId, r.id, JSON.stringify(data), now);
+    switch (r.typeId) {
+      case 'OS':
+        upsertResponse('OS', { type: r.type, version: r.version, build: r.build });
+        break;
+      case 'MAC':
+        upsertResponse('MAC', { addresses: r.macAddresses.map(cleanHex) });
+        break;
+      case 'DOMAIN':
+        upsertResponse('DOMAIN', { domain: r.domain });
+        break;
+      case 'PROCESS': {
+        const seq = ((prepare(tx.db, 'SELECT MAX(seq) AS m FROM posture_processes WHERE identity_id = ?').get(identityId) as { m: number | null }).m ?? 0) + 1;
+        prepare(
+          tx.db,
+          `INSERT INTO posture_processes (identity_id, posture_check_id, path, is_running, binary_hash, signer_fingerprints, last_updated_at, seq)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT(identity_id, posture_check_id, path) DO UPDATE SET is_running = excluded.is_running, binary_hash = excluded.binary_hash,
+             signer_fingerprints = excluded.signer_fingerprints, last_updated_at = excluded.last_updated_at, seq = excluded.seq`,
+        ).run(identityId, r.id, r.path, r.isRunning ? 1 : 0, cleanHex(r.hash), JSON.stringify(r.signerFingerprints.map(cleanHex)), now, seq);
+        break;
+      }
+      case 'ENDPOINT_STATE':
+        prepare(
+          tx.db,
+          `INSERT INTO posture_endpoint_states (api_session_id, woken_at, unlocked_at) VALUES (?, ?, ?)
+           ON CONFLICT(api_session_id) DO UPDATE SET woken_at = COALESCE(excluded.woken_at, woken_at),
+             unlocked_at = COALESCE(excluded.unlocked_at, unlocked_at)`,
+        ).run(caller.apiSession.id, r.woken ? now : null, r.unlocked ? now : null);
+        break;
+    }
+  }
+
+  /**
+   * Services whose MFA prompt timers a wake/unlock event altered: every service of a policy with an MFA
+   * check prompting on that event whose remaining time exceeds the grace period (not filtered by access).
+   */
+  function affectedServices(apiSessionId: string, identityId: string, onWake: boolean, onUnlock: boolean): PostureResponseService[] {
+    const session = loadPostureData(db, identityId).apiSessions.get(apiSessionId);
+    if (!session?.passedMfaAt) return [];
+    const sinceMfa = Math.trunc((clock.now().getTime() - Date.parse(session.passedMfaAt)) / 1000);
+    const rows = prepare(db, "SELECT id, details FROM posture_checks WHERE type_id = 'MFA' ORDER BY id").all() as Array<{ id: string; details: string }>;
+    const timeouts = new Map<string, number>();
+    for (const row of rows) {
+      const d = JSON.parse(row.details || '{}') as Record<string, unknown>;
+      const timeout = typeof d.timeoutSeconds === 'number' && d.timeoutSeconds > 0 ? d.timeoutSeconds : NO_TIMEOUT;
+      if (!((d.promptOnWake === true && onWake) || (d.promptOnUnlock === true && onUnlock))) continue;
+      if (timeout !== NO_TIMEOUT && timeout - sinceMfa <= MFA_PROMPT_GRACE_SECONDS) continue;
+      for (const policyId of access.index.policiesOf('postureCheck', row.id, 'servicePolicy')) {
+        for (const serviceId of access.index.membersOf(policyId, 'serviceRoles')) {
+          const current = timeouts.get(serviceId);
+          if (current === undefined || timeout < current) timeouts.set(serviceId, timeout);
+        }
+      }
+    }
+    const name = prepare(db, 'SELECT name FROM services WHERE id = ?');
+    const out: PostureResponseService[] = [];
+    for (const [serviceId, timeout] of [...timeouts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const row = name.get(serviceId) as { name: string } | undefined;
+      if (row) out.push({ id: serviceId, name: row.name, postureQueryType: 'MFA', timeout, timeoutRemaining: MFA_PROMPT_GRACE_SECONDS });
+    }
+    return out;
+  }
+
+  /** `POST /posture-response(-bulk)`: validate all, store, bump the mark, drop failing sessions. */
+  function submit(caller: Caller, items: unknown[], bulk: boolean): { services: PostureResponseService[] } {
+    const parsed = items.map((item, i) => parsePostureResponse(item, bulk ? `${i}.` : ''));
+    const identityId = caller.identity.id;
+    withTransaction(db, (tx) => {
+      const now = clock.now().toISOString();
+      for (const r of parsed) store(tx, caller, r, now);
+      access.touch(tx, [identityId]);
+      evaluator.enforce(tx, [identityId]);
+    });
+    const states = parsed.filter((r) => r.typeId === 'ENDPOINT_STATE');
+    const onWake = states.some((r) => r.woken);
+    const onUnlock = states.some((r) => r.unlocked);
+    return { services: onWake || onUnlock ? affectedServices(caller.apiSession.id, identityId, onWake, onUnlock) : [] };
+  }
+
+  /** `GET /identities/{id}/posture-data` (the identity must exist; the route checks). */
+  function postureData(identityId: string): Record<string, unknown> {
+    const data = loadPostureData(db, identityId);
+    const now = clock.now().getTime();
+    const base = (r: { postureCheckId: string; lastUpdatedAt: string } | undefined) => ({
+      lastUpdatedAt: r?.lastUpdatedAt ?? null,
+      postureCheckId: r?.postureCheckId ?? '',
+      timedOut: false,
+    });
+    const apiSessionPostureData: Record<string, unknown> = {};
+    for (const [id, s] of data.apiSessions) {
+      const flags = sessionMfaFlags(s, now);
+      const entry: Record<string, unknown> = {
+        endpointState: { unlockedAt: s.unlockedAt ?? null, wokenAt: s.wokenAt ?? null },
+        mfa: { apiSessionId: id, passedAt: s.passedMfaAt ?? null, passedMfa: !!s.passedMfaAt, ...flags },
+      };
+      if (data.sdkInfo && Object.keys(data.sdkInfo).length > 0) entry.sdkInfo = data.sdkInfo;
+      apiSessionPostureData[id] = entry;
+    }
+    return {
+      apiSessionPostureData,
+      domain: { ...base(data.domain), domain: data.domain?.domain ?? '' },
+      mac: { ...base(data.mac), addresses: data.mac?.addresses ?? [] },
+      os: { ...base(data.os), build: data.os?.build ?? '', type: data.os?.type ?? '', version: data.os?.version ?? '' },
+      processes: processesByCheckId(data).map((p) => ({
+        ...base(p),
+        binaryHash: p.binaryHash,
+        isRunning: p.isRunning,
+        signerFingerprints: p.signerFingerprints,
+      })),
+    };
+  }
+
+  /** One enforcement pass over every session (what the timer runs). */
+  function enforceAll(): number {
+    if (!evaluator.anyChecks()) return 0;
+    return withTransaction(db, (tx) => evaluator.enforce(tx).size);
+  }
+
+  function start(): void {
+    timer ??= setInterval(() => {
+      try {
+        if (db.open) enforceAll();
+      } catch {
+        // A failed pass (e.g. the store closing) is retried on the next tick.
+      }
+    }, deps.enforceIntervalMs ?? ENFORCE_INTERVAL_MS);
+    timer.unref();
+  }
+
+  function stop(): void {
+    if (timer) clearInterval(timer);
+    timer = undefined;
+  }
+
+  return {
+    submit,
+    postureData,
+    failedServiceRequests: evaluator.failedServiceRequests,
+    evaluator,
+    enforceAll,
+    start,
+    stop,
+  };
+}
+
+export type PostureService = ReturnType<typeof createPostureService>;

@@ -1,0 +1,47 @@
+/**
+ * `/auth-policies` on the management API: list, detail and delete from the declaration; create, put and
+ * patch written out because their bodies are the spec's nested create and patch definitions.
+ */
+import type { FastifyRequest } from 'fastify';
+import type { RouteSpec } from '../../http/route.ts';
+import { allowedTo, crudRoutes } from '../../http/crud-routes.ts';
+import { created, createEnvelope, empty, emptyEnvelope } from '../../http/envelope.ts';
+import { IdParams } from '../../http/list-params.ts';
+import { authPolicyPatchSchema, authPolicyResource, authPolicyWriteSchema } from './auth-policy.resource.ts';
+import type { AuthPolicyService } from './auth-policy.service.ts';
+
+export function authPolicyRoutes(service: AuthPolicyService): RouteSpec[] {
+  const tag = 'Auth Policy';
+  const body = (req: FastifyRequest) => (req.body ?? {}) as Record<string, unknown>;
+  const id = (req: FastifyRequest) => (req.params as { id: string }).id;
+  return [
+    ...crudRoutes(authPolicyResource, service, { tag, operations: ['list', 'detail', 'delete'] }),
+    {
+      method: 'POST', url: '/auth-policies', operationId: 'createAuthPolicy', tag, summary: 'Create an auth policy',
+      auth: 'session', allow: allowedTo('auth-policy', 'create'), body: authPolicyWriteSchema,
+      response: { 201: createEnvelope },
+      handler: (req, reply) => {
+        const newId = service.create(body(req));
+        return reply.code(201).send(created(newId, authPolicyResource.links(newId)));
+      },
+    },
+    {
+      method: 'PUT', url: '/auth-policies/:id', operationId: 'updateAuthPolicy', tag, summary: 'Update all fields of an auth policy',
+      auth: 'session', allow: allowedTo('auth-policy', 'update'), params: IdParams, body: authPolicyWriteSchema,
+      response: { 200: emptyEnvelope },
+      handler: (req) => {
+        service.update(id(req), body(req), 'put');
+        return empty();
+      },
+    },
+    {
+      method: 'PATCH', url: '/auth-policies/:id', operationId: 'patchAuthPolicy', tag, summary: 'Update the supplied fields of an auth policy',
+      auth: 'session', allow: allowedTo('auth-policy', 'update'), params: IdParams, body: authPolicyPatchSchema,
+      response: { 200: emptyEnvelope },
+      handler: (req) => {
+        service.update(id(req), body(req), 'patch');
+        return empty();
+      },
+    },
+  ];
+}

@@ -1,0 +1,72 @@
+/**
+ * Controller settings operations, as the 0.27.0 management spec lists them: list and create on
+ * `/controller-settings`, detail on `/controller-settings/{id}`, and detail, delete, patch and put on
+ * `/controller-settings/{id}/effective` (the spec files the record's delete/patch/put under that path; the
+ * reads there answer the effective settings, the writes act on the record `{id}`). The same delete, patch and
+ * put are also offered on `/controller-settings/{id}`, where the seed's record operations belong.
+ * Admin only: reads also for `admin_readonly`.
+ */
+import type { FastifyRequest } from 'fastify';
+import type { RouteSpec } from '../../http/route.ts';
+import { crudRoutes } from '../../http/crud-routes.ts';
+import type { Caller } from '../../http/caller.ts';
+import { IdParams } from '../../http/list-params.ts';
+import { detailEnvelope, empty, emptyEnvelope, ok } from '../../http/envelope.ts';
+import { isAdmin, type PermissionResource } from '../../auth/permissions.ts';
+import { controllerSettingResource, ControllerSettingEffective } from './controller-setting.resource.ts';
+import type { ControllerSettingService } from './controller-setting.service.ts';
+
+const tag = 'Settings';
+const idOf = (req: FastifyRequest) => (req.params as { id: string }).id;
+const body = (req: FastifyRequest) => (req.body ?? {}) as Record<string, unknown>;
+
+const adminOnly = (caller: Caller) => isAdmin(caller.identity);
+const adminRead = (caller: Caller) => isAdmin(caller.identity) || caller.identity.permissions.includes('admin_readonly');
+
+export function controllerSettingRoutes(settings: ControllerSettingService): RouteSpec[] {
+  const r = controllerSettingResource;
+  // There is no permission value for controller settings: only admins pass crudRoutes' check (and
+  // admin_readonly for reads), which is exactly the seed's "A".
+  const crud = crudRoutes(r, settings, { tag, operations: ['list', 'create', 'detail'], permission: 'controller-settings' as PermissionResource }).map(
+    (route) => ({ ...route, allow: route.method === 'GET' ? adminRead : adminOnly }),
+  );
+
+  const writes = (base: string, suffix: string): RouteSpec[] => [
+    {
+      method: 'DELETE', url: base, operationId: `deleteControllerSetting${suffix}`, tag, summary: 'Delete a controller setting object',
+      auth: 'session', allow: adminOnly, params: IdParams, response: { 200: emptyEnvelope },
+      handler: (req) => {
+        settings.remove(idOf(req));
+        return empty();
+      },
+    },
+    {
+      method: 'PATCH', url: base, operationId: `patchControllerSetting${suffix}`, tag, summary: 'Update the supplied fields on a controller setting object',
+      auth: 'session', allow: adminOnly, params: IdParams, body: r.schemas.patch, response: { 200: emptyEnvelope },
+      handler: (req) => {
+        settings.update(idOf(req), body(req), 'patch');
+        return empty();
+      },
+    },
+    {
+      method: 'PUT', url: base, operationId: `updateControllerSetting${suffix}`, tag, summary: 'Update all fields on a controller setting object',
+      auth: 'session', allow: adminOnly, params: IdParams, body: r.schemas.update, response: { 200: emptyEnvelope },
+      handler: (req) => {
+        settings.update(idOf(req), body(req), 'put');
+        return empty();
+      },
+    },
+  ];
+
+  return [
+    ...crud,
+    {
+      method: 'GET', url: '/controller-settings/:id/effective', operationId: 'detailControllerSettingEffective', tag,
+      summary: "A controller's effective settings: its own overlaid on the global ones", auth: 'session', allow: adminRead,
+      params: IdParams, response: { 200: detailEnvelope(ControllerSettingEffective) },
+      handler: (req) => ok(settings.effective(idOf(req))),
+    },
+    ...writes('/controller-settings/:id/effective', ''),
+    ...writes('/controller-settings/:id', 'Record'),
+  ];
+}

@@ -1,0 +1,509 @@
+/**
+ * The data-integrity scan (model.md §8.1): every invariant this store relies on that SQLite does not enforce
+ * by itself, plus SQLite's own checks. Each step is synchronous; the run (database-ops.ts) yields between
+ * steps in check mode and runs every step inside one write transaction in fix mode.
+ *
+ * What is checked:
+ * - `PRAGMA integrity_check` (file/index corruption; not fixable) and `PRAGMA foreign_key_check` (dangling
+ *   references of real foreign keys; fixed by deleting a row its parent owns (ON DELETE CASCADE) or clearing a
+ *   nullable reference, else only reported);
+ * - every `*_role_attributes` side table against its owner's `role_attributes` JSON column (fixed by rewriting
+ *   the side rows from the JSON);
+ * - policy role lists: readable JSON, valid role syntax, `#all` alone, `@id` naming an existing entity of the
+ *   field's kind (fixed by dropping the entry, as an entity delete does) and `policy_roles` rows agreeing with
+ *   the JSON columns, including rows of policies that no longer exist (fixed by rewriting/deleting rows);
+ * - `services.configs` JSON against `service_configs` rows and existing configs, one config per type;
+ * - identity service-config overrides whose config type is not the config's type;
+ * - enrollments naming a CA that no longer exists; sessions whose identity differs from their API session's;
+ *   posture checks of an unknown type; more than one default admin;
+ * - the in-memory access index against a fresh index loaded from the store, answer by answer for every
+ *   identity, service, edge router, posture check and policy (fixed by reloading the index and marking the
+ *   identities whose answers changed), and sessions the store's policies no longer allow (fixed by deleting).
+ */
+import type { Db } from '../../store/database.ts';
+import { prepare } from '../../store/entity-table.ts';
+import type { Tx } from '../../store/transaction.ts';
+import { parseRoleRef } from '../../policy/role-ref.ts';
+import { createAccessService, policyStores, type AccessService } from '../../access/access.service.ts';
+import { policyRoleFields, roleFieldKind, type AccessIndex, type EntityKind, type PolicyKind, type RoleField } from '../../access/access-index.ts';
+import type { Clock } from '../entity-service.ts';
+
+export interface ScanContext {
+  db: Db;
+  /** Present in fix mode: the write transaction every repair runs in. */
+  tx?: Tx;
+  access: AccessService;
+  clock: Clock;
+  /** Records one finding; `fixable` findings are repaired in fix mode and reported as fixed. */
+  report(description: string, fixable: boolean): void;
+}
+
+export interface ScanStep {
+  name: string;
+  run(ctx: ScanContext): void;
+}
+
+type Row = Record<string, unknown>;
+
+function all(db: Db, sql: string, ...params: unknown[]): Row[] {
+  return prepare(db, sql).all(...params) as Row[];
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+function sortedUnique(values: Iterable<string>): string[] {
+  return [...new Set(values)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** A JSON column holding a list of strings; undefined when it is not one. */
+function stringList(text: unknown): string[] | undefined {
+  if (typeof text !== 'string') return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value as string[];
+  } catch {
+    // not JSON: reported by the caller
+  }
+  return undefined;
+}
+
+function groupBy(rows: Row[], key: string, value: string): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const row of rows) {
+    const k = String(row[key]);
+    let set = out.get(k);
+    if (!set) out.set(k, (set = new Set()));
+    set.add(String(row[value]));
+  }
+  return out;
+}
+
+function tableColumns(db: Db, table: string): Array<{ name: string; notnull: number; pk: number }> {
+  return db.prepare(`PRAGMA table_info(${quoteIdent(table)})`).all() as Array<{ name: string; notnull: number; pk: number }>;
+}
+
+// ---- SQLite's own checks -------------------------------------------------------------------------
+
+const sqliteIntegrity: ScanStep = {
+  name: 'sqlite integrity',
+  run(ctx) {
+    const rows = ctx.db.prepare('PRAGMA integrity_check').all() as Array<{ integrity_check: string }>;
+    for (const row of rows) if (row.integrity_check !== 'ok') ctx.report(`database integrity check: ${row.integrity_check}`, false);
+  },
+};
+
+interface ForeignKey {
+  id: number;
+  table: string;
+  from: string;
+  to: string | null;
+  on_delete: string;
+}
+
+const foreignKeys: ScanStep = {
+  name: 'foreign keys',
+  run(ctx) {
+    const violations = ctx.db.prepare('PRAGMA foreign_key_check').all() as Array<{ table: string; rowid: number | null; parent: string; fkid: number }>;
+    // Group by (child table, foreign key): one query per key names the offending rows even in WITHOUT ROWID tables.
+    const groups = new Map<string, { table: string; fkid: number; parent: string }>();
+    for (const v of violations) groups.set(`${v.table}\u0000${v.fkid}`, { table: v.table, fkid: v.fkid, parent: v.parent });
+    for (const { table, fkid, parent } of groups.values()) {
+      const fks = (ctx.db.prepare(`PRAGMA foreign_key_list(${quoteIdent(table)})`).all() as ForeignKey[]).filter((f) => f.id === fkid);
+      if (fks.length !== 1) {
+        // Composite keys are not used by this schema; report without a repair.
+        ctx.report(`${table} has rows whose reference to ${parent} points at a missing record`, false);
+        continue;
+      }
+      const fk = fks[0]!;
+      const parentKey = fk.to ?? tableColumns(ctx.db, parent).find((c) => c.pk === 1)?.name ?? 'id';
+      const nullable = tableColumns(ctx.db, table).find((c) => c.name === fk.from)?.notnull === 0;
+      // A row the parent owns (ON DELETE CASCADE) goes, as it would have gone with its parent; a nullable
+      // reference is cleared; any other row (e.g. an identity whose type is missing) is reported, not deleted.
+      const repair = fk.on_delete === 'CASCADE' ? 'delete' : nullable ? 'clear' : undefined;
+      const where = `${quoteIdent(fk.from)} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${quoteIdent(parent)} p WHERE p.${quoteIdent(parentKey)} = c.${quoteIdent(fk.from)})`;
+      const values = (ctx.db.prepare(`SELECT DISTINCT c.${quoteIdent(fk.from)} AS v FROM ${quoteIdent(table)} c WHERE ${where}`).all() as Array<{ v: unknown }>).map(
+        (r) => String(r.v),
+      );
+      for (const value of values) {
+        let repaired = repair !== undefined;
+        if (ctx.tx && repair === 'delete') ctx.tx.db.prepare(`DELETE FROM ${quoteIdent(table)} WHERE ${quoteIdent(fk.from)} = ?`).run(value);
+        if (ctx.tx && repair === 'clear') {
+          try {
+            ctx.tx.db.prepare(`UPDATE ${quoteIdent(table)} SET ${quoteIdent(fk.from)} = NULL WHERE ${quoteIdent(fk.from)} = ?`).run(value);
+          } catch {
+            // Clearing would break another constraint (e.g. a CHECK): leave the row and say so.
+            repaired = false;
+          }
+        }
+        ctx.report(`${table}.${fk.from} '${value}' references a missing ${parent} record`, repaired);
+      }
+    }
+  },
+};
+
+// ---- role attributes: JSON column ↔ side table -------------------------------------------------------
+
+interface AttributeTable {
+  table: string;
+  owner: string;
+  ownerColumn: string;
+  valueColumn: string;
+}
+
+/** Every `<x>_role_attributes` side table, its owner table (from its foreign key) and its columns. */
+function attributeTables(db: Db): AttributeTable[] {
+  const names = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%\\_role\\_attributes' ESCAPE '\\' ORDER BY name").all() as Array<{
+    name: string;
+  }>;
+  const out: AttributeTable[] = [];
+  for (const { name } of names) {
+    const fk = (db.prepare(`PRAGMA foreign_key_list(${quoteIdent(name)})`).all() as ForeignKey[])[0];
+    if (!fk) continue;
+    if (!tableColumns(db, fk.table).some((c) => c.name === 'role_attributes')) continue;
+    const valueColumn = tableColumns(db, name).find((c) => c.name !== fk.from)?.name;
+    if (!valueColumn) continue;
+    out.push({ table: name, owner: fk.table, ownerColumn: fk.from, valueColumn });
+  }
+  return out;
+}
+
+const roleAttributes: ScanStep = {
+  name: 'role attributes',
+  run(ctx) {
+    for (const t of attributeTables(ctx.db)) {
+      const side = groupBy(all(ctx.db, `SELECT ${quoteIdent(t.ownerColumn)} AS o, ${quoteIdent(t.valueColumn)} AS v FROM ${quoteIdent(t.table)}`), 'o', 'v');
+      const owners = all(ctx.db, `SELECT id, role_attributes FROM ${quoteIdent(t.owner)}`);
+      for (const owner of owners) {
+        const id = String(owner.id);
+        const actual = side.get(id) ?? new Set<string>();
+        let expected = stringList(owner.role_attributes);
+        let rewrite = false;
+        if (!expected) {
+          ctx.report(`${t.owner} ${id} has an unreadable role attribute list; it is rebuilt from ${t.table}`, true);
+          expected = sortedUnique(actual);
+          ctx.tx?.db.prepare(`UPDATE ${quoteIdent(t.owner)} SET role_attributes = ? WHERE id = ?`).run(JSON.stringify(expected), id);
+        }
+        const want = new Set(expected);
+        for (const a of want) {
+          if (actual.has(a)) continue;
+          ctx.report(`${t.owner} ${id} role attribute '${a}' is missing from ${t.table}`, true);
+          rewrite = true;
+        }
+        for (const a of actual) {
+          if (want.has(a)) continue;
+          ctx.report(`${t.table} holds role attribute '${a}' for ${t.owner} ${id}, which its record does not list`, true);
+          rewrite = true;
+        }
+        if (rewrite && ctx.tx) {
+          ctx.tx.db.prepare(`DELETE FROM ${quoteIdent(t.table)} WHERE ${quoteIdent(t.ownerColumn)} = ?`).run(id);
+          const insert = ctx.tx.db.prepare(
+            `INSERT OR IGNORE INTO ${quoteIdent(t.table)} (${quoteIdent(t.ownerColumn)}, ${quoteIdent(t.valueColumn)}) VALUES (?, ?)`,
+          );
+          for (const a of want) insert.run(id, a);
+        }
+      }
+    }
+  },
+};
+
+// ---- policies: role lists, @id references, policy_roles rows ------------------------------------------
+
+/** Where the entities each role field selects live. */
+const entityIdQueries: Record<EntityKind, string> = {
+  identity: 'SELECT id FROM identities',
+  service: 'SELECT id FROM services',
+  edgeRouter: 'SELECT id FROM routers WHERE is_edge = 1',
+  postureCheck: 'SELECT id FROM posture_checks',
+};
+
+function entityIds(db: Db, kind: EntityKind): Set<string> {
+  return new Set((db.prepare(entityIdQueries[kind]).all() as Array<{ id: string }>).map((r) => r.id));
+}
+
+const policies: ScanStep = {
+  name: 'policies',
+  run(ctx) {
+    const ids: Record<EntityKind, Set<string>> = {
+      identity: entityIds(ctx.db, 'identity'),
+      service: entityIds(ctx.db, 'service'),
+      edgeRouter: entityIds(ctx.db, 'edgeRouter'),
+      postureCheck: entityIds(ctx.db, 'postureCheck'),
+    };
+    const roleRows = all(ctx.db, 'SELECT policy_id, field, role FROM policy_roles');
+    const rowsByPolicy = new Map<string, Row[]>();
+    for (const row of roleRows) {
+      const list = rowsByPolicy.get(String(row.policy_id)) ?? [];
+      list.push(row);
+      rowsByPolicy.set(String(row.policy_id), list);
+    }
+    const known = new Set<string>();
+
+    for (const kind of Object.keys(policyStores) as PolicyKind[]) {
+      const store = policyStores[kind];
+      const fields = policyRoleFields[kind];
+      const columns = fields.map((f) => store.columns[f]!);
+      for (const policy of all(ctx.db, `SELECT id, ${columns.join(', ')} FROM ${store.table}`)) {
+        const id = String(policy.id);
+        known.add(id);
+        const stored = rowsByPolicy.get(id) ?? [];
+        const expected = new Set<string>();
+        fields.forEach((field, i) => {
+          const column = columns[i]!;
+          const fromRows = sortedUnique(stored.filter((r) => r.field === field).map((r) => String(r.role)));
+          let roles = stringList(policy[column]);
+          let changed = false;
+          if (!roles) {
+            ctx.report(`${store.table} ${id} has an unreadable ${field} list; it is rebuilt from policy_roles`, true);
+            roles = fromRows;
+            changed = true;
+          }
+          const kept: string[] = [];
+          for (const role of roles) {
+            const ref = parseRoleRef(role);
+            if (!ref) {
+              ctx.report(`${store.table} ${id} ${field} holds invalid role '${role}'`, true);
+              changed = true;
+            } else if (ref.kind === 'id' && !ids[roleFieldKind[field]].has(ref.id)) {
+              ctx.report(`${store.table} ${id} ${field} references missing ${roleFieldKind[field]} '${ref.id}'`, true);
+              changed = true;
+            } else {
+              kept.push(role);
+            }
+          }
+          let normalized = sortedUnique(kept);
+          if (normalized.includes('#all') && normalized.length > 1) {
+            // The index already treats the list as #all; keeping #all alone changes nobody's access.
+            ctx.report(`${store.table} ${id} ${field} combines #all with other roles`, true);
+            normalized = ['#all'];
+            changed = true;
+          }
+          if (changed && ctx.tx) ctx.tx.db.prepare(`UPDATE ${store.table} SET ${column} = ? WHERE id = ?`).run(JSON.stringify(normalized), id);
+          for (const role of changed && ctx.tx ? normalized : roles) expected.add(`${field}\u0000${role}`);
+        });
+        const actual = new Set(stored.map((r) => `${String(r.field)}\u0000${String(r.role)}`));
+        let rewrite = false;
+        for (const key of expected) {
+          if (actual.has(key)) continue;
+          const [field, role] = key.split('\u0000');
+          ctx.report(`${store.table} ${id} ${field} role '${role}' is missing from policy_roles`, true);
+          rewrite = true;
+        }
+        for (const key of actual) {
+          if (expected.has(key)) continue;
+          const [field, role] = key.split('\u0000');
+          ctx.report(`policy_roles holds ${field} role '${role}' for ${store.table} ${id}, which the policy does not list`, true);
+          rewrite = true;
+        }
+        if (rewrite && ctx.tx) {
+          ctx.tx.db.prepare('DELETE FROM policy_roles WHERE policy_id = ?').run(id);
+          const insert = ctx.tx.db.prepare('INSERT OR IGNORE INTO policy_roles (policy_id, field, role) VALUES (?, ?, ?)');
+          for (const key of expected) {
+            const [field, role] = key.split('\u0000');
+            insert.run(id, field, role);
+          }
+        }
+      }
+    }
+
+    for (const [policyId, rows] of rowsByPolicy) {
+      if (known.has(policyId)) continue;
+      ctx.report(`policy_roles holds ${rows.length} role row(s) of policy '${policyId}', which does not exist`, true);
+      ctx.tx?.db.prepare('DELETE FROM policy_roles WHERE policy_id = ?').run(policyId);
+    }
+  },
+};
+
+// ---- services.configs ↔ service_configs ----------------------------------------------------------------
+
+const serviceConfigs: ScanStep = {
+  name: 'service configs',
+  run(ctx) {
+    const configType = new Map(all(ctx.db, 'SELECT id, config_type_id FROM configs').map((r) => [String(r.id), String(r.config_type_id)]));
+    const rows = groupBy(all(ctx.db, 'SELECT service_id, config_id FROM service_configs'), 'service_id', 'config_id');
+    for (const service of all(ctx.db, 'SELECT id, configs FROM services')) {
+      const id = String(service.id);
+      const actual = rows.get(id) ?? new Set<string>();
+      let list = stringList(service.configs);
+      let changed = false;
+      if (!list) {
+        ctx.report(`services ${id} has an unreadable configs list; it is rebuilt from service_configs`, true);
+        list = sortedUnique(actual);
+        changed = true;
+      }
+      const kept = list.filter((configId) => {
+        if (configType.has(configId)) return true;
+        ctx.report(`services ${id} configs references missing config '${configId}'`, true);
+        changed = true;
+        return false;
+      });
+      const byType = groupBy(kept.map((c) => ({ type: configType.get(c), id: c })), 'type', 'id');
+      for (const [type, configs] of byType) {
+        if (configs.size > 1) ctx.report(`services ${id} lists ${configs.size} configs of config type ${type}: ${[...configs].join(', ')}`, false);
+      }
+      const normalized = sortedUnique(kept);
+      if (changed && ctx.tx) ctx.tx.db.prepare('UPDATE services SET configs = ? WHERE id = ?').run(JSON.stringify(normalized), id);
+      const want = new Set(changed && ctx.tx ? normalized : kept);
+      let rewrite = false;
+      for (const c of want) {
+        if (actual.has(c)) continue;
+        ctx.report(`services ${id} config '${c}' is missing from service_configs`, true);
+        rewrite = true;
+      }
+      for (const c of actual) {
+        if (want.has(c)) continue;
+        ctx.report(`service_configs links config '${c}' to services ${id}, which does not list it`, true);
+        rewrite = true;
+      }
+      if (rewrite && ctx.tx) {
+        ctx.tx.db.prepare('DELETE FROM service_configs WHERE service_id = ?').run(id);
+        const insert = ctx.tx.db.prepare('INSERT OR IGNORE INTO service_configs (service_id, config_id) VALUES (?, ?)');
+        for (const c of want) insert.run(id, c);
+      }
+    }
+  },
+};
+
+// ---- single-table references without a foreign key -------------------------------------------------------
+
+const otherReferences: ScanStep = {
+  name: 'other references',
+  run(ctx) {
+    for (const r of all(
+      ctx.db,
+      `SELECT o.identity_id, o.service_id, o.config_type_id, o.config_id, c.config_type_id AS actual
+         FROM identity_service_configs o JOIN configs c ON c.id = o.config_id
+        WHERE c.config_type_id <> o.config_type_id`,
+    )) {
+      ctx.report(
+        `identity_service_configs of identity ${String(r.identity_id)} and service ${String(r.service_id)} files config ${String(r.config_id)} under config type ${String(r.config_type_id)}, but its type is ${String(r.actual)}`,
+        true,
+      );
+      ctx.tx?.db
+        .prepare('DELETE FROM identity_service_configs WHERE identity_id = ? AND service_id = ? AND config_type_id = ?')
+        .run(r.identity_id, r.service_id, r.config_type_id);
+    }
+    for (const r of all(ctx.db, 'SELECT e.id, e.ca_id FROM enrollments e WHERE e.ca_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM cas c WHERE c.id = e.ca_id)')) {
+      ctx.report(`enrollments ${String(r.id)} references missing CA '${String(r.ca_id)}'`, true);
+      ctx.tx?.db.prepare('DELETE FROM enrollments WHERE id = ?').run(r.id);
+    }
+    for (const r of all(
+      ctx.db,
+      'SELECT s.id, s.identity_id, a.identity_id AS owner FROM sessions s JOIN api_sessions a ON a.id = s.api_session_id WHERE s.identity_id <> a.identity_id',
+    )) {
+      ctx.report(`sessions ${String(r.id)} belongs to identity ${String(r.identity_id)} but its API session to identity ${String(r.owner)}`, true);
+      ctx.tx?.db.prepare('DELETE FROM sessions WHERE id = ?').run(r.id);
+    }
+    for (const r of all(ctx.db, 'SELECT p.id, p.type_id FROM posture_checks p WHERE NOT EXISTS (SELECT 1 FROM posture_check_types t WHERE t.id = p.type_id)')) {
+      ctx.report(`posture_checks ${String(r.id)} has unknown posture check type '${String(r.type_id)}'`, false);
+    }
+    const admins = all(ctx.db, 'SELECT id FROM identities WHERE is_default_admin = 1');
+    if (admins.length > 1) ctx.report(`${admins.length} identities are marked as the default admin: ${admins.map((r) => String(r.id)).join(', ')}`, false);
+  },
+};
+
+// ---- the access index against the store ----------------------------------------------------------------
+
+function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  if (a.size !== b.size) return false;
+  for (const x of a) if (!b.has(x)) return false;
+  return true;
+}
+
+/**
+ * Compares two indexes answer by answer. Returns what differs, per subject, and the identities whose answers
+ * (directly or through the services they may use) differ.
+ */
+export function compareIndexes(db: Db, live: AccessIndex, fresh: AccessIndex): { differences: string[]; identities: Set<string> } {
+  const differences: string[] = [];
+  const identities = new Set<string>();
+  const kinds: EntityKind[] = ['identity', 'service', 'edgeRouter', 'postureCheck'];
+  for (const kind of kinds) {
+    if (live.entityCount(kind) !== fresh.entityCount(kind)) {
+      differences.push(`access index holds ${live.entityCount(kind)} ${kind} entities, the store ${fresh.entityCount(kind)}`);
+    }
+  }
+  const entityAnswers: Record<EntityKind, Array<[string, (ix: AccessIndex, id: string) => ReadonlySet<string> | string[]]>> = {
+    identity: [
+      ['services it may dial', (ix, id) => ix.servicesOfIdentity(id, 'Dial')],
+      ['services it may bind', (ix, id) => ix.servicesOfIdentity(id, 'Bind')],
+      ['edge routers it may use', (ix, id) => ix.edgeRoutersOfIdentity(id)],
+      ['policies it is a member of', (ix, id) => ix.policiesOf('identity', id)],
+    ],
+    service: [
+      ['identities that may use it', (ix, id) => ix.identitiesOfService(id)],
+      ['edge routers that may carry it', (ix, id) => ix.edgeRoutersOfService(id)],
+      ['posture checks that apply to it', (ix, id) => ix.postureChecksOfService(id)],
+      ['policies it is a member of', (ix, id) => ix.policiesOf('service', id)],
+    ],
+    edgeRouter: [['policies it is a member of', (ix, id) => ix.policiesOf('edgeRouter', id)]],
+    postureCheck: [['policies it is a member of', (ix, id) => ix.policiesOf('postureCheck', id)]],
+  };
+  for (const kind of kinds) {
+    for (const id of entityIds(db, kind)) {
+      if (live.hasEntity(kind, id) !== fresh.hasEntity(kind, id)) {
+        differences.push(`access index ${live.hasEntity(kind, id) ? 'holds' : 'lacks'} ${kind} ${id}, the store ${fresh.hasEntity(kind, id) ? 'holds' : 'lacks'} it`);
+        if (kind === 'identity') identities.add(id);
+        if (kind === 'service') for (const i of [...live.identitiesOfService(id), ...fresh.identitiesOfService(id)]) identities.add(i);
+        continue;
+      }
+      for (const [what, answer] of entityAnswers[kind]) {
+        if (sameSet(new Set(answer(live, id)), new Set(answer(fresh, id)))) continue;
+        differences.push(`access index answers differ from the store for ${kind} ${id}: ${what}`);
+        if (kind === 'identity') identities.add(id);
+        if (kind === 'service') for (const i of [...live.identitiesOfService(id), ...fresh.identitiesOfService(id)]) identities.add(i);
+      }
+    }
+  }
+  for (const kind of Object.keys(policyStores) as PolicyKind[]) {
+    for (const row of all(db, `SELECT id FROM ${policyStores[kind].table}`)) {
+      const id = String(row.id);
+      if (live.policyType(id) !== fresh.policyType(id)) differences.push(`access index answers differ from the store for ${kind} ${id}: its type`);
+      for (const field of policyRoleFields[kind] as readonly RoleField[]) {
+        const a = live.membersOf(id, field);
+        const b = fresh.membersOf(id, field);
+        if (sameSet(a, b)) continue;
+        differences.push(`access index answers differ from the store for ${kind} ${id}: the ${field} it matches`);
+        if (roleFieldKind[field] === 'identity') for (const i of [...a, ...b]) identities.add(i);
+      }
+    }
+  }
+  return { differences, identities };
+}
+
+const accessIndex: ScanStep = {
+  name: 'access index',
+  run(ctx) {
+    const fresh = createAccessService(ctx.db, ctx.clock);
+    fresh.load();
+    const { differences, identities } = compareIndexes(ctx.db, ctx.access.index, fresh.index);
+    for (const d of differences) ctx.report(d, true);
+    if (ctx.tx) {
+      // Fix mode always reloads the live index from the repaired store, then marks whose answers changed.
+      const tx = ctx.tx;
+      tx.onRollback(() => ctx.access.load());
+      ctx.access.load();
+      ctx.access.touch(tx, identities);
+    }
+    // Sessions the store's policies no longer allow (an access change ends them; none may survive one).
+    const index = fresh.index;
+    for (const s of all(ctx.db, 'SELECT id, identity_id, service_id, session_type FROM sessions')) {
+      const allowed = index.permissions(String(s.identity_id), String(s.service_id));
+      if (s.session_type === 'Bind' ? allowed.bind : allowed.dial) continue;
+      ctx.report(`sessions ${String(s.id)} lets identity ${String(s.identity_id)} ${String(s.session_type).toLowerCase()} service ${String(s.service_id)}, which no policy allows`, true);
+      ctx.tx?.db.prepare('DELETE FROM sessions WHERE id = ?').run(s.id);
+    }
+  },
+};
+
+/** The steps in run order: repairs of earlier steps feed the later ones (the access index comes last). */
+export const scanSteps: readonly ScanStep[] = [
+  sqliteIntegrity,
+  foreignKeys,
+  roleAttributes,
+  policies,
+  serviceConfigs,
+  otherReferences,
+  accessIndex,
+];

@@ -1,0 +1,218 @@
+/**
+ * TOTP MFA records (auth.md §4): at most one per identity, unverified until the first code is verified.
+ * The caller's own enrollment (create, read, QR code, verify, recovery codes, removal), the step-up of an
+ * API session (`POST /authenticate/mfa`) and the administrator's removal. Recovery codes are single-use:
+ * a matching one is removed in the same transaction that accepts it. Passing MFA is recorded on the API
+ * session (`is_mfa_complete`, `mfa_passed_at`), which MFA posture checks read.
+ */
+import type { Db } from '../../store/database.ts';
+import { prepare } from '../../store/entity-table.ts';
+import { withTransaction, type Tx } from '../../store/transaction.ts';
+import { ApiError, notFound } from '../../errors.ts';
+import { newEntityId } from '../../ids.ts';
+import { isoNow, systemClock, type Clock } from '../entity-service.ts';
+import { isValidTotp, newRecoveryCodes, newTotpSecret, provisioningUrl, qrCodePng } from '../../auth/totp.ts';
+
+export interface MfaRecord {
+  id: string;
+  identityId: string;
+  secret: string;
+  isVerified: boolean;
+  recoveryCodes: string[];
+  createdAt: string;
+  updatedAt: string;
+  tags: Record<string, unknown>;
+}
+
+function decode(row: Record<string, unknown>): MfaRecord {
+  return {
+    id: row.id as string,
+    identityId: row.identity_id as string,
+    secret: row.secret as string,
+    isVerified: row.is_verified === 1,
+    recoveryCodes: JSON.parse(row.recovery_codes as string) as string[],
+    createdAt: row.created_at as string,
+    updatedAt: row.updated_at as string,
+    tags: JSON.parse(row.tags as string) as Record<string, unknown>,
+  };
+}
+
+const invalidToken = () => new ApiError('MFA_INVALID_TOKEN');
+
+export function createMfaService(db: Db, clock: Clock = systemClock) {
+  function findIn(database: Db, identityId: string): MfaRecord | undefined {
+    const row = prepare(database, 'SELECT * FROM mfas WHERE identity_id = ?').get(identityId) as Record<string, unknown> | undefined;
+    return row ? decode(row) : undefined;
+  }
+
+  function find(identityId: string): MfaRecord | undefined {
+    return findIn(db, identityId);
+  }
+
+  /** The identity's record; 404 when there is none, or when its verification state is not the wanted one. */
+  function recordOf(identityId: string, verified?: boolean): MfaRecord {
+    const mfa = find(identityId);
+    if (!mfa || (verified !== undefined && mfa.isVerified !== verified)) throw new ApiError('NOT_FOUND');
+    return mfa;
+  }
+
+  function isEnabled(identityId: string): boolean {
+    return prepare(db, 'SELECT 1 FROM mfas WHERE identity_id = ? AND is_verified = 1').get(identityId) !== undefined;
+  }
+
+  /**
+   * Checks a TOTP code, or (when allowed) a recovery code, which is consumed inside `tx`. Reads the record
+   * again inside the transaction so that one recovery code can never be accepted twice.
+   */
+  function acceptCode(tx: Tx, identityId: string, code: string, allowRecovery: boolean): boolean {
+    const mfa = findIn(tx.db, identityId);
+    if (!mfa || code === '') return false;
+    if (isValidTotp(mfa.secret, code, clock.now())) return true;
+    if (!allowRecovery) return false;
+    const index = mfa.recoveryCodes.indexOf(code);
+    if (index < 0) return false;
+    const remaining = mfa.recoveryCodes.filter((_, i) => i !== index);
+    prepare(tx.db, 'UPDATE mfas SET recovery_codes = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(remaining), isoNow(clock), mfa.id);
+    return true;
+  }
+
+  function markSessionPassed(tx: Tx, apiSessionId: string, alsoRequired: boolean): void {
+    const now = isoNow(clock);
+    prepare(
+      tx.db,
+      `UPDATE api_sessions SET is_mfa_complete = 1, mfa_passed_at = ?, updated_at = ?${alsoRequired ? ', is_mfa_required = 1' : ''} WHERE id = ?`,
+    ).run(now, now, apiSessionId);
+  }
+
+  /** `POST /current-identity/mfa`: a new unverified record; 409 MFA_EXISTS when one exists. */
+  function enroll(identityId: string): string {
+    return withTransaction(db, (tx) => {
+      if (findIn(tx.db, identityId)) throw new ApiError('MFA_EXISTS');
+      const id = newEntityId();
+      const now = isoNow(clock);
+      prepare(
+        tx.db,
+        'INSERT INTO mfas (id, identity_id, secret, is_verified, recovery_codes, created_at, updated_at) VALUES (?, ?, ?, 0, ?, ?, ?)',
+      ).run(id, identityId, newTotpSecret(), JSON.stringify(newRecoveryCodes()), now, now);
+      return id;
+    });
+  }
+
+  /** `POST /current-identity/mfa/verify`: TOTP only; completes the calling API session too. */
+  function verify(identityId: string, apiSessionId: string, code: string): void {
+    const mfa = recordOf(identityId, false);
+    if (!isValidTotp(mfa.secret, code, clock.now())) throw invalidToken();
+    withTransaction(db, (tx) => {
+      prepare(tx.db, 'UPDATE mfas SET is_verified = 1, updated_at = ? WHERE id = ?').run(isoNow(clock), mfa.id);
+      markSessionPassed(tx, apiSessionId, true);
+    });
+  }
+
+  /** `DELETE /current-identity/mfa`: a verified record needs a TOTP or recovery code, an unverified one none. */
+  function removeOwn(identityId: string, code: string): void {
+    withTransaction(db, (tx) => {
+      const mfa = findIn(tx.db, identityId);
+      if (!mfa) throw new ApiError('NOT_FOUND');
+      if (mfa.isVerified && !acceptCode(tx, identityId, code, true)) throw invalidToken();
+      prepare(tx.db, 'DELETE FROM mfas WHERE id = ?').run(mfa.id);
+      // MFA posture no longer passes for any of the identity's API sessions.
+      prepare(tx.db, 'UPDATE api_sessions SET mfa_passed_at = NULL WHERE identity_id = ?').run(identityId);
+    });
+  }
+
+  /** `GET /current-identity/mfa/recovery-codes`: TOTP only. */
+  function recoveryCodes(identityId: string, code: string): MfaRecord {
+    const mfa = recordOf(identityId, true);
+    if (code === '' || !isValidTotp(mfa.secret, code, clock.now())) throw invalidToken();
+    return mfa;
+  }
+
+  /** `POST /current-identity/mfa/recovery-codes`: a TOTP or recovery code replaces all twenty codes. */
+  function regenerateRecoveryCodes(identityId: string, code: string): void {
+    recordOf(identityId, true);
+    withTransaction(db, (tx) => {
+      if (!acceptCode(tx, identityId, code, true)) throw invalidToken();
+      prepare(tx.db, 'UPDATE mfas SET recovery_codes = ?, updated_at = ? WHERE identity_id = ?').run(
+        JSON.stringify(newRecoveryCodes()),
+        isoNow(clock),
+        identityId,
+      );
+    });
+  }
+
+  /**
+   * `POST /authenticate/mfa`: a TOTP or recovery code completes the API session. An identity without a
+   * verified record is not enrolled (409 MFA_NOT_ENROLLED): an unverified secret is finished with verify.
+   */
+  function authenticate(identityId: string, apiSessionId: string, code: string): void {
+    const mfa = find(identityId);
+    if (!mfa || !mfa.isVerified) throw new ApiError('MFA_NOT_ENROLLED');
+    withTransaction(db, (tx) => {
+      if (!acceptCode(tx, identityId, code, true)) throw invalidToken();
+      markSessionPassed(tx, apiSessionId, false);
+    });
+  }
+
+  /** `DELETE /identities/{id}/mfa` (administrator): removes the record, verified or not, without a code. */
+  function adminRemove(identityId: string): void {
+    withTransaction(db, (tx) => {
+      if (!prepare(tx.db, 'SELECT 1 FROM identities WHERE id = ?').get(identityId)) throw notFound('identity', identityId);
+      prepare(tx.db, 'DELETE FROM mfas WHERE identity_id = ?').run(identityId);
+    });
+  }
+
+  function links(mfa: MfaRecord): Record<string, { href: string }> {
+    const out: Record<string, { href: string }> = {
+      self: { href: './current-identity/mfa' },
+      'current-identity': { href: './current-identity' },
+    };
+    if (mfa.isVerified) out['recovery-codes'] = { href: './current-identity/mfa/recovery-codes' };
+    else {
+      out.verify = { href: './current-identity/mfa/verify' };
+      out.qr = { href: './current-identity/mfa/qr-code' };
+    }
+    return out;
+  }
+
+  function base(mfa: MfaRecord): Record<string, unknown> {
+    return { _links: links(mfa), createdAt: mfa.createdAt, id: mfa.id, tags: mfa.tags, updatedAt: mfa.updatedAt };
+  }
+
+  /** detailMfa: the secret's URL and the recovery codes only while unverified. */
+  function present(mfa: MfaRecord, identityName: string): Record<string, unknown> {
+    const out: Record<string, unknown> = { ...base(mfa), isVerified: mfa.isVerified };
+    if (!mfa.isVerified) {
+      out.provisioningUrl = provisioningUrl(identityName, mfa.secret);
+      out.recoveryCodes = mfa.recoveryCodes;
+    }
+    return out;
+  }
+
+  function presentRecoveryCodes(mfa: MfaRecord): Record<string, unknown> {
+    return { ...base(mfa), recoveryCodes: mfa.recoveryCodes };
+  }
+
+  /** PNG QR code of an unverified record's provisioning URL; 404 when absent or verified. */
+  function qrCode(identityId: string, identityName: string): Promise<Buffer> {
+    const mfa = recordOf(identityId, false);
+    return qrCodePng(provisioningUrl(identityName, mfa.secret));
+  }
+
+  return {
+    find,
+    recordOf,
+    isEnabled,
+    enroll,
+    verify,
+    removeOwn,
+    recoveryCodes,
+    regenerateRecoveryCodes,
+    authenticate,
+    adminRemove,
+    present,
+    presentRecoveryCodes,
+    qrCode,
+  };
+}
+
+export type MfaService = ReturnType<typeof createMfaService>;
