@@ -20,16 +20,20 @@ export interface SystemInfoSources {
 
 /** Record types counted by `/summary`, under upstream's keys, with their tables (and a condition where needed). */
 const summaryTables: Record<string, string> = {
+  apiSessionCertificates: 'api_session_certificates',
   apiSessions: 'api_sessions',
   authPolicies: 'auth_policies',
   authenticators: 'authenticators',
+  cas: 'cas',
   configTypes: 'config_types',
   configs: 'configs',
   controllers: 'controllers',
   edgeRouterPolicies: 'edge_router_policies',
   enrollments: 'enrollments',
+  externalJwtSigners: 'external_jwt_signers',
   identities: 'identities',
   identityTypes: 'identity_types',
+  mfas: 'mfas',
   postureCheckTypes: 'posture_check_types',
   postureChecks: 'posture_checks',
   routers: 'routers',

@@ -110,7 +110,7 @@ describe('informational lists', () => {
     assert.equal(res.body.data.identityTypes, 2);
     assert.equal(res.body.data.configTypes, 7);
     assert.equal(res.body.data.postureCheckTypes, 5);
-    for (const key of ['services', 'services.edge', 'routers', 'routers.edge', 'servicePolicies', 'edgeRouterPolicies', 'serviceEdgeRouterPolicies', 'sessions', 'terminators', 'configs', 'postureChecks', 'enrollments']) {
+    for (const key of ['services', 'services.edge', 'routers', 'routers.edge', 'servicePolicies', 'edgeRouterPolicies', 'serviceEdgeRouterPolicies', 'sessions', 'terminators', 'configs', 'postureChecks', 'enrollments', 'cas', 'externalJwtSigners', 'mfas', 'apiSessionCertificates']) {
       assert.equal(res.body.data[key], 0, key);
     }
     const router = await tc.mgmt.post('/edge-routers', { name: 'summary-router' });

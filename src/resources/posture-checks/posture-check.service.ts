@@ -8,6 +8,7 @@ import type { Db } from '../../store/database.ts';
 import type { Values } from '../../store/entity-table.ts';
 import type { Tx } from '../../store/transaction.ts';
 import { fieldError } from '../../errors.ts';
+import { parseRange } from '../../posture/semver-range.ts';
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
 import { normalizeRoleAttributes, type AccessService } from '../../access/access.service.ts';
 import { postureCheckResource, type PostureCheckTypeId } from './posture-check.resource.ts';
@@ -45,7 +46,14 @@ function normalizeField(field: string, value: unknown): unknown {
     case 'operatingSystems': {
       // One entry per OS type (the last one wins), in byte order of the type name.
       const byType = new Map<string, unknown>();
-      for (const os of value as Array<{ type: string; versions: string[] }>) byType.set(os.type, storedSet(os.versions));
+      for (const os of value as Array<{ type: string; versions: string[] }>) {
+        // Each version entry is a semver range the client's OS version is matched against; refuse ones that
+        // can never match instead of failing every evaluation later (upstream refuses them as well).
+        for (const range of os.versions ?? []) {
+          if (parseRange(range) === undefined) throw fieldError('operatingSystems', `invalid version range ${range} for ${os.type}`, range);
+        }
+        byType.set(os.type, storedSet(os.versions));
+      }
       return [...byType.keys()].sort().map((type) => ({ type, versions: byType.get(type) }));
     }
     case 'macAddresses':

@@ -143,6 +143,10 @@ describe('POST /posture-checks: every type', () => {
     await expectRejected({ typeId: 'DOMAIN', domains: [] }, (res) => assertFieldError(res, 'domains'));
     await expectRejected({ typeId: 'OS', operatingSystems: [{ type: 'BeOS', versions: [] }] }, (res) => assertFieldError(res, 'operatingSystems.0.type'));
     await expectRejected({ typeId: 'OS', operatingSystems: [{ type: 'Linux' }] }, (res) => assertFieldError(res, 'operatingSystems.0.versions'));
+    await expectRejected({ typeId: 'OS', operatingSystems: [{ type: 'Linux', versions: ['>=5.4.0', 'not a range'] }] }, (res) => {
+      assertFieldError(res, 'operatingSystems');
+      assert.equal(res.body.error.cause.value, 'not a range');
+    });
     await expectRejected({ typeId: 'PROCESS', process: { osType: 'Linux' } }, (res) => assertFieldError(res, 'process.path'));
     await expectRejected({ typeId: 'PROCESS_MULTI', semantic: 'Both', processes: [{ osType: 'Linux', path: '/x' }] }, (res) => assertFieldError(res, 'semantic'));
     await expectRejected({ typeId: 'MFA', timeoutSeconds: 'soon' }, (res) => assertFieldError(res, 'timeoutSeconds'));
