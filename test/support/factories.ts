@@ -2,7 +2,7 @@
  * Factories for test data with unique names, built through the public API like a real operator would.
  */
 import assert from 'node:assert/strict';
-import type { HttpClient } from './client.ts';
+import { createClient, type HttpClient } from './client.ts';
 import { uniqueName, type TestController } from './controller.ts';
 
 export async function createIdentity(mgmt: HttpClient, overrides: Record<string, unknown> = {}): Promise<string> {
@@ -23,4 +23,26 @@ export async function createUserWithPassword(
   assert.equal(res.status, 201, res.text);
   const token = await tc.login(username, password);
   return { id, username, password, token };
+}
+
+/** Creates a record through the management API and returns its id (fails the test on anything but 201). */
+export async function createRecord(mgmt: HttpClient, path: string, body: Record<string, unknown>): Promise<string> {
+  const res = await mgmt.post(path, body);
+  assert.equal(res.status, 201, `${path}: ${res.text}`);
+  return res.body.data.id as string;
+}
+
+export interface ClientUser {
+  id: string;
+  /** Client API client carrying the user's own session token. */
+  client: HttpClient;
+  apiSessionId: string;
+}
+
+/** A new identity with a password, logged in on the client API. */
+export async function createClientUser(tc: TestController, overrides: Record<string, unknown> = {}): Promise<ClientUser> {
+  const u = await createUserWithPassword(tc, overrides);
+  const res = await tc.http.post('/edge/client/v1/authenticate?method=password', { username: u.username, password: u.password });
+  assert.equal(res.status, 200, res.text);
+  return { id: u.id, client: createClient(`https://127.0.0.1:${tc.port}/edge/client/v1`, tc.ca, { token: res.body.data.token }), apiSessionId: res.body.data.id };
 }

@@ -9,32 +9,16 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestController, uniqueName } from '../../support/controller.ts';
-import { createClient, type HttpClient } from '../../support/client.ts';
-import { createUserWithPassword } from '../../support/factories.ts';
+import { createClientUser, createRecord, type ClientUser } from '../../support/factories.ts';
 import { assertError } from '../../support/assertions.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
 
 const tc = await startTestController();
-const root = `https://127.0.0.1:${tc.port}`;
 
-interface User {
-  id: string;
-  client: HttpClient;
-  apiSessionId: string;
-}
+type User = ClientUser;
+const create = (path: string, body: Record<string, unknown>) => createRecord(tc.mgmt, path, body);
 
-async function create(path: string, body: Record<string, unknown>): Promise<string> {
-  const res = await tc.mgmt.post(path, body);
-  assert.equal(res.status, 201, `${path}: ${res.text}`);
-  return res.body.data.id as string;
-}
-
-async function clientUser(): Promise<User> {
-  const u = await createUserWithPassword(tc);
-  const res = await tc.http.post('/edge/client/v1/authenticate?method=password', { username: u.username, password: u.password });
-  assert.equal(res.status, 200, res.text);
-  return { id: u.id, client: createClient(`${root}/edge/client/v1`, tc.ca, { token: res.body.data.token }), apiSessionId: res.body.data.id };
-}
+const clientUser = () => createClientUser(tc);
 
 // Every identity may use the one edge router for every service: only posture decides.
 await create('/edge-routers', { name: uniqueName('er'), roleAttributes: ['pe-er'] });

@@ -8,25 +8,16 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestController, uniqueName } from '../../support/controller.ts';
-import { createClient, type HttpClient } from '../../support/client.ts';
-import { createUserWithPassword } from '../../support/factories.ts';
+import { createClient } from '../../support/client.ts';
+import { createClientUser, createRecord, createUserWithPassword, type ClientUser } from '../../support/factories.ts';
 import { TIMESTAMP, assertError } from '../../support/assertions.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
 
 const tc = await startTestController();
 const root = `https://127.0.0.1:${tc.port}`;
 
-interface User {
-  id: string;
-  client: HttpClient;
-  apiSessionId: string;
-}
-
-async function create(path: string, body: Record<string, unknown>): Promise<string> {
-  const res = await tc.mgmt.post(path, body);
-  assert.equal(res.status, 201, `${path}: ${res.text}`);
-  return res.body.data.id as string;
-}
+type User = ClientUser;
+const create = (path: string, body: Record<string, unknown>) => createRecord(tc.mgmt, path, body);
 
 async function clientUser(overrides: Record<string, unknown> = {}): Promise<User> {
   const u = await createUserWithPassword(tc, overrides);
