@@ -4,6 +4,8 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { resolve } from 'node:path';
+import { SERVER_KEY_TYPES, type ServerKeyType } from './pki/keys.ts';
+import { availableParallelism } from 'node:os';
 
 export interface Config {
   dataDir: string;
@@ -16,6 +18,17 @@ export interface Config {
   /** Idle timeout of an API session in milliseconds (upstream default 30 minutes). */
   apiSessionTimeoutMs: number;
   logLevel: string;
+  /**
+   * Type of the controller's TLS/JWT signing key when one is generated (first start, or the key file is
+   * missing): 'ec' (P-256, ES256 JWTs) or 'rsa' (RSA-4096, RS256 JWTs, as an upstream quickstart PKI).
+   * An existing key is always kept.
+   */
+  serverKeyType: ServerKeyType;
+  /**
+   * Worker processes serving the listener (node:cluster); 1 serves from this process alone. Read by the
+   * entry point only: `startController` always runs one process.
+   */
+  workers: number;
 }
 
 export const defaults = {
@@ -26,7 +39,20 @@ export const defaults = {
   adminUser: 'admin',
   apiSessionTimeoutMs: 30 * 60 * 1000,
   logLevel: 'info',
+  serverKeyType: 'ec',
 } as const;
+
+/** `--workers` / PORTCULLIS_WORKERS: one worker process per core by default. */
+function parseWorkers(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 1024) throw new InvalidArgumentError('must be an integer 1-1024');
+  return n;
+}
+
+function parseServerKeyType(value: string): ServerKeyType {
+  if (!(SERVER_KEY_TYPES as readonly string[]).includes(value)) throw new InvalidArgumentError(`must be one of ${SERVER_KEY_TYPES.join(', ')}`);
+  return value as ServerKeyType;
+}
 
 function parsePort(value: string): number {
   const port = Number(value);
@@ -52,7 +78,19 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     .option('--advertise <host>', 'host name used in URLs, JWT issuers and the server certificate', env.PORTCULLIS_ADVERTISE ?? defaults.advertise)
     .option('--admin-user <name>', 'default admin user name (first start only)', env.PORTCULLIS_ADMIN_USER ?? defaults.adminUser)
     .option('--admin-password <pw>', 'default admin password (first start only; generated when absent)', env.PORTCULLIS_ADMIN_PASSWORD)
+    .option(
+      '--server-key-type <type>',
+      'type of a newly generated server (TLS and JWT signing) key: ec or rsa',
+      parseServerKeyType,
+      env.PORTCULLIS_SERVER_KEY_TYPE ? parseServerKeyType(env.PORTCULLIS_SERVER_KEY_TYPE) : defaults.serverKeyType,
+    )
     .option('--log-level <level>', 'log level (fatal, error, warn, info, debug, trace, silent)', env.PORTCULLIS_LOG_LEVEL ?? defaults.logLevel)
+    .option(
+      '--workers <n>',
+      'worker processes sharing the listener (default: one per core; 1 = a single process)',
+      parseWorkers,
+      env.PORTCULLIS_WORKERS ? parseWorkers(env.PORTCULLIS_WORKERS) : availableParallelism(),
+    )
     .allowExcessArguments(false)
     .exitOverride();
   program.parse(argv, { from: 'user' });

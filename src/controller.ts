@@ -65,7 +65,9 @@ import { edgeRouterPolicyResource } from './resources/edge-router-policies/edge-
 import { serviceEdgeRouterPolicyResource } from './resources/service-edge-router-policies/service-edge-router-policy.resource.ts';
 import { createPostureCheckService } from './resources/posture-checks/posture-check.service.ts';
 import { createPostureCheckTypeService } from './resources/posture-check-types/posture-check-type.service.ts';
-import { createDatabaseOps } from './resources/database/database-ops.ts';
+import { createDatabaseOps, resetDatabaseOps } from './resources/database/database-ops.ts';
+import { createChangeFeed } from './cluster/change-feed.ts';
+import { sqliteCommitProbe } from './cluster/commit-probe.ts';
 import { createControllerSettingService } from './resources/controller-settings/controller-setting.service.ts';
 
 export interface RunningController {
@@ -75,6 +77,8 @@ export interface RunningController {
   admin: AdminCredentials;
   /** The port actually bound (useful with --port 0). */
   port: number;
+  /** The domain services behind the APIs (in-process tooling, e.g. benchmark dataset loading). */
+  services: Services;
   stop(): Promise<void>;
 }
 
@@ -87,16 +91,46 @@ function certificateInspector() {
   return { fingerprint: verifiedCertificateFingerprint };
 }
 
-export async function startController(config: Config): Promise<RunningController> {
+export interface StartOptions {
+  /**
+   * False in a cluster worker: the primary process already ran `prepareDataDir` (migrations, PKI, first-start
+   * records, per-start shared state) before forking (src/cluster/). Default true: one process does it all.
+   */
+  firstStart?: boolean;
+  /** Cluster worker id, sent as the `x-portcullis-worker` response header. */
+  workerId?: string;
+  /** This process's name in the change feed and as owner of an integrity run (random by default). */
+  origin?: string;
+}
+
+/** Loads the controller PKI from the data dir, creating it at first start. */
+export function controllerPki(config: Config): Promise<ControllerPki> {
+  return loadOrCreatePki(join(config.dataDir, 'pki'), { advertise: config.advertise, serverKeyType: config.serverKeyType });
+}
+
+/** Work done once per controller start, before any process serves: schema, PKI, first-start records. */
+export async function prepareDataDir(db: Db, config: Config): Promise<{ admin: AdminCredentials; pki: ControllerPki }> {
+  migrate(db);
+  const pki = await controllerPki(config);
+  const admin = await bootstrapRecords(db, { username: config.adminUser, password: config.adminPassword });
+  controllerInstanceId(db);
+  resetDatabaseOps(db);
+  return { admin, pki };
+}
+
+export async function startController(config: Config, options: StartOptions = {}): Promise<RunningController> {
   const db = openDatabase(join(config.dataDir, 'portcullis.db'));
   try {
-    migrate(db);
-    const pki = await loadOrCreatePki(join(config.dataDir, 'pki'), { advertise: config.advertise });
-    const admin = await bootstrapRecords(db, { username: config.adminUser, password: config.adminPassword });
+    const { pki, admin } =
+      options.firstStart === false
+        ? { pki: await controllerPki(config), admin: { username: config.adminUser, created: false } }
+        : await prepareDataDir(db, config);
     const instanceId = controllerInstanceId(db);
 
     const clock = systemClock;
-    const access = createAccessService(db, clock);
+    // The change feed keeps this process's in-memory state in step with writes of other worker processes.
+    const feed = createChangeFeed(db, { origin: options.origin, probe: sqliteCommitProbe(db) });
+    const access = createAccessService(db, clock, feed);
     access.load();
     const enrollments = createEnrollmentService({ db, pki, issuer: advertisedBaseUrl(config.advertise, config.port), clock });
     const identities = createIdentityService(db, access, clock, enrollments);
@@ -195,7 +229,7 @@ export async function startController(config: Config): Promise<RunningController
       postureChecks: createPostureCheckService(db, access, clock),
       postureCheckTypes: createPostureCheckTypeService(db),
       sessions: createSessionService({ db, access, signer: pki, issuer: base, clock, startedAt }),
-      database: createDatabaseOps({ db, access, clock }),
+      database: createDatabaseOps({ db, access, clock, owner: feed.origin }),
       controllerSettings: createControllerSettingService(db, clock),
     };
     apis.push(clientApi(services), managementApi(services));
@@ -208,10 +242,16 @@ export async function startController(config: Config): Promise<RunningController
       resolveSession: (token, req) => auth.resolveCaller(token, req.headers),
       instanceId,
       serverHeader: `portcullis/${portcullisVersion}`,
+      onRequest: (_req, reply) => {
+        // Read-your-writes across workers: apply what other processes committed before answering.
+        access.catchUp();
+        if (options.workerId !== undefined) reply.header('x-portcullis-worker', options.workerId);
+      },
     });
     await app.listen({ host: config.address, port: config.port });
     apiSessions.start();
     services.posture.start();
+    feed.start();
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
 
@@ -222,6 +262,7 @@ export async function startController(config: Config): Promise<RunningController
       pki,
       admin,
       port,
+      services,
       async stop() {
         if (stopped) return;
         stopped = true;
@@ -229,6 +270,7 @@ export async function startController(config: Config): Promise<RunningController
         await services.database.idle();
         apiSessions.stop();
         services.posture.stop();
+        feed.stop();
         controllers.markOffline(instanceId);
         closeDatabase(db);
       },

@@ -230,6 +230,10 @@ export class AccessIndex {
     return this.policies.get(policyId)?.members.get(field) ?? EMPTY;
   }
 
+  policyKind(policyId: string): PolicyKind | undefined {
+    return this.policies.get(policyId)?.kind;
+  }
+
   policyType(policyId: string): PolicyType | undefined {
     return this.policies.get(policyId)?.type;
   }

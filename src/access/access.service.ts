@@ -5,6 +5,11 @@
  * call records the identities whose visible services changed (`identity_service_marks`, read by
  * service-updates) and ends their sessions for services they may no longer use. Should the transaction roll back, the index reloads itself from the store.
  *
+ * With a change feed (src/cluster/change-feed.ts) every such write also appends "what to reload" rows in
+ * its transaction, and rows written by other processes are applied here: the entity or policy is re-read
+ * from the store and set into (or removed from) the index. Each write transaction first catches up with
+ * the feed, so the index it computes affected identities with is the store's.
+ *
  * It also owns the role-list rules every policy shares: syntax, `#all` alone, `@id` existence, the
  * sorted de-duplicated form that is stored, and the `*RolesDisplay` read model.
  */
@@ -15,6 +20,7 @@ import { fieldError } from '../errors.ts';
 import { idSetCondition } from '../query/dialect.ts';
 import { parseRoleRef, type Semantic } from '../policy/role-ref.ts';
 import type { Clock } from '../resources/entity-service.ts';
+import { RELOAD_ALL, type ChangeFeed, type FeedEntry } from '../cluster/change-feed.ts';
 import { AccessIndex, policyRoleFields, roleFieldKind, type AccessChange, type EntityKind, type PolicyInput, type PolicyKind, type RoleField } from './access-index.ts';
 
 interface EntityStore {
@@ -79,11 +85,78 @@ function sortedUnique(values: readonly string[]): string[] {
   return [...new Set(values)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
-export function createAccessService(db: Db, clock: Clock) {
+const policyKinds = new Set<string>(['servicePolicy', 'edgeRouterPolicy', 'serviceEdgeRouterPolicy']);
+const entityKinds = new Set<string>(['identity', 'service', 'edgeRouter', 'postureCheck']);
+
+export function createAccessService(db: Db, clock: Clock, feed?: ChangeFeed) {
   let index = new AccessIndex();
   const reloadOnRollback = new WeakSet<Tx>();
 
+  /** Rebuilds the index from the store; with a feed, continues reading it from the head seen first. */
   function load(): void {
+    if (!feed) {
+      index = readIndex();
+      return;
+    }
+    const read = () => {
+      const at = feed.head();
+      index = readIndex();
+      feed.loaded(at);
+    };
+    if (db.inTransaction) read();
+    else db.transaction(read).deferred();
+  }
+
+  function readPolicy(kind: PolicyKind, id: string): PolicyInput | undefined {
+    const store = policyStores[kind];
+    const cols = Object.entries(store.columns) as Array<[RoleField, string]>;
+    const typeCol = kind === 'servicePolicy' ? ', policy_type' : '';
+    const row = prepare(db, `SELECT id, semantic${typeCol}, ${cols.map(([, c]) => c).join(', ')} FROM ${store.table} WHERE id = ?`).get(id) as
+      | Record<string, string>
+      | undefined;
+    if (!row) return undefined;
+    const roles: PolicyInput['roles'] = {};
+    for (const [field, col] of cols) roles[field] = JSON.parse(row[col]!) as string[];
+    return { id, kind, semantic: row.semantic as Semantic, type: row.policy_type as PolicyInput['type'], roles };
+  }
+
+  /** Role attributes of one entity as stored, or undefined when it does not exist (any more). */
+  function readEntity(kind: EntityKind, id: string): string[] | undefined {
+    const store = entityStores[kind];
+    if (!prepare(db, store.name).get(id)) return undefined;
+    return (prepare(db, `SELECT attribute FROM (${store.attributes}) AS a WHERE a.id = ?`).all(id) as Array<{ attribute: string }>).map((r) => r.attribute);
+  }
+
+  /**
+   * Rows of the feed written by other processes: re-read each named record and apply it. A `set` that a
+   * later row of the same batch names again is skipped (the later one re-reads the same current record);
+   * removals are always applied, as they also strip `@id` roles from the index's policies.
+   */
+  function applyFeed(entries: readonly FeedEntry[]): void {
+    if (entries.some((e) => e.op === 'reload' || e.kind === RELOAD_ALL)) {
+      index = readIndex();
+      return;
+    }
+    const last = new Map<string, number>();
+    entries.forEach((e, i) => last.set(`${e.kind}\u0000${e.entityId}`, i));
+    entries.forEach((e, i) => {
+      if (e.op === 'set' && last.get(`${e.kind}\u0000${e.entityId}`) !== i) return;
+      if (entityKinds.has(e.kind)) {
+        const kind = e.kind as EntityKind;
+        const attributes = e.op === 'set' ? readEntity(kind, e.entityId) : undefined;
+        if (attributes) index.setEntity(kind, e.entityId, attributes);
+        else index.removeEntity(kind, e.entityId);
+      } else if (policyKinds.has(e.kind) || e.kind === 'policy') {
+        const policy = e.op === 'set' && e.kind !== 'policy' ? readPolicy(e.kind as PolicyKind, e.entityId) : undefined;
+        if (policy) index.setPolicy(policy);
+        else index.removePolicy(e.entityId);
+      }
+    });
+  }
+
+  feed?.subscribe({ apply: applyFeed, reload: load });
+
+  function readIndex(): AccessIndex {
     const fresh = new AccessIndex();
     for (const kind of Object.keys(entityStores) as EntityKind[]) {
       const store = entityStores[kind];
@@ -103,13 +176,19 @@ export function createAccessService(db: Db, clock: Clock) {
         fresh.setPolicy({ id: row.id!, kind, semantic: row.semantic as Semantic, type: row.policy_type as PolicyInput['type'], roles });
       }
     }
-    index = fresh;
+    return fresh;
   }
 
+  /** First access write of a transaction: catch up with other processes (under the write lock), arm the rollback reload. */
   function guard(tx: Tx): void {
     if (reloadOnRollback.has(tx)) return;
     reloadOnRollback.add(tx);
+    feed?.catchUp();
     tx.onRollback(load);
+  }
+
+  function emit(tx: Tx, kind: string, id: string, op: 'set' | 'remove' | 'reload'): void {
+    feed?.append(tx, kind, id, op);
   }
 
   /** Records that the services these identities see changed now. */
@@ -147,6 +226,7 @@ export function createAccessService(db: Db, clock: Clock) {
   /** An entity was created or its role attributes changed. */
   function entityChanged(tx: Tx, kind: EntityKind, id: string, attributes: readonly string[]): AccessChange {
     guard(tx);
+    emit(tx, kind, id, 'set');
     return record(tx, index.setEntity(kind, id, attributes));
   }
 
@@ -156,6 +236,7 @@ export function createAccessService(db: Db, clock: Clock) {
    */
   function entityRemoved(tx: Tx, kind: EntityKind, id: string): AccessChange {
     guard(tx);
+    emit(tx, kind, id, 'remove');
     const role = `@${id}`;
     const now = clock.now().toISOString();
     for (const policyKind of Object.keys(policyStores) as PolicyKind[]) {
@@ -170,6 +251,7 @@ export function createAccessService(db: Db, clock: Clock) {
           const roles = (JSON.parse(row.roles) as string[]).filter((r) => r !== role);
           prepare(tx.db, `UPDATE ${store.table} SET ${column} = ?, updated_at = ? WHERE id = ?`).run(JSON.stringify(roles), now, row.id);
           prepare(tx.db, 'DELETE FROM policy_roles WHERE policy_id = ? AND field = ? AND role = ?').run(row.id, field, role);
+          emit(tx, policyKind, row.id, 'set');
         }
       }
     }
@@ -180,6 +262,7 @@ export function createAccessService(db: Db, clock: Clock) {
   /** A policy was created or updated (roles already validated and normalized). Writes its role rows. */
   function policyChanged(tx: Tx, input: PolicyInput): AccessChange {
     guard(tx);
+    emit(tx, input.kind, input.id, 'set');
     prepare(tx.db, 'DELETE FROM policy_roles WHERE policy_id = ?').run(input.id);
     const insert = prepare(tx.db, 'INSERT INTO policy_roles (policy_id, field, role) VALUES (?, ?, ?)');
     for (const field of policyRoleFields[input.kind]) for (const r of input.roles[field] ?? []) insert.run(input.id, field, r);
@@ -188,8 +271,21 @@ export function createAccessService(db: Db, clock: Clock) {
 
   function policyRemoved(tx: Tx, id: string): AccessChange {
     guard(tx);
+    emit(tx, index.policyKind(id) ?? 'policy', id, 'remove');
     prepare(tx.db, 'DELETE FROM policy_roles WHERE policy_id = ?').run(id);
     return record(tx, index.removePolicy(id));
+  }
+
+  /** Rebuilds the index from the store inside a write that rewrote it wholesale, and tells the other processes to. */
+  function reload(tx: Tx): void {
+    guard(tx);
+    emit(tx, RELOAD_ALL, '*', 'reload');
+    index = readIndex();
+  }
+
+  /** Brings the index up to the newest change of other processes (before answering a request). */
+  function catchUp(): void {
+    feed?.catchUp();
   }
 
   /** Every identity that may use the service now (its record or configs changed). */
@@ -238,6 +334,8 @@ export function createAccessService(db: Db, clock: Clock) {
       return index;
     },
     load,
+    reload,
+    catchUp,
     entityChanged,
     entityRemoved,
     policyChanged,

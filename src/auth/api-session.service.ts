@@ -145,6 +145,12 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
     const record = decodeApiSessionRow(row);
     const now = clock.now().getTime();
     if (lastActivityMs(record) + timeoutMs <= now) return undefined;
+    if (now - Date.parse(record.lastActivityAt) > timeoutMs / 2) {
+      // Other worker processes only see the stored time: once it is half a timeout old, store the mark now
+      // rather than at the next flush, so no other process's sweep can remove a session in use.
+      const at = new Date(now).toISOString();
+      prepare(db, 'UPDATE api_sessions SET last_activity_at = ? WHERE id = ? AND last_activity_at < ?').run(at, record.id, at);
+    }
     activity.set(record.id, now);
     return record;
   }

@@ -4,7 +4,7 @@
  * legacy path rewriting, JSON body parsing, CORS, 404/405 in the error envelope, and the response
  * headers upstream sends.
  */
-import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.ts';
 import { compileValidator } from './validation.ts';
 import { errorHandler, sendError } from './error-handler.ts';
@@ -25,6 +25,8 @@ export interface ServerOptions {
   resolveSession: SessionResolver;
   instanceId: string;
   serverHeader: string;
+  /** Runs first for every request (the controller brings in-memory state up to date, adds worker headers). */
+  onRequest?: (req: FastifyRequest, reply: FastifyReply) => void;
 }
 
 const bodyLimit = 1024 * 1024;
@@ -158,6 +160,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   app.addHook('onRoute', (r) => routes.add(r.method, r.url));
 
   app.addHook('onRequest', async (req: FastifyRequest, reply) => {
+    opts.onRequest?.(req, reply);
     reply.header('server', opts.serverHeader).header('ziti-instance-id', opts.instanceId);
     if (req.headers.origin) reply.header('access-control-allow-origin', '*').header('access-control-allow-credentials', 'true');
   });

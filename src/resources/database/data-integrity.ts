@@ -483,7 +483,7 @@ const accessIndex: ScanStep = {
       // Fix mode always reloads the live index from the repaired store, then marks whose answers changed.
       const tx = ctx.tx;
       tx.onRollback(() => ctx.access.load());
-      ctx.access.load();
+      ctx.access.reload(tx);
       ctx.access.touch(tx, identities);
     }
     // Sessions the store's policies no longer allow (an access change ends them; none may survive one).

@@ -1,10 +1,17 @@
 /**
  * Database operations (model.md §8.1, §8.2): background data-integrity runs (check, or fix after a snapshot,
- * one run at a time per process, results kept in memory) and online snapshots next to the database file
- * (at most one per minute).
+ * one run at a time) and online snapshots next to the database file (at most one per minute).
+ *
+ * Several worker processes share one store, so the rules and the results live in it (`database_ops_state`,
+ * migration 0017): a run is claimed with one conditional UPDATE, its results are written when it ends and
+ * any worker answers the results; the snapshot time is claimed the same way. The state is reset when the
+ * controller starts (results last for one controller lifetime, as upstream's in-memory ones), and a run
+ * whose process died is ended with an error (`abandonIntegrityRun`).
  */
 import { existsSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import type { Db } from '../../store/database.ts';
+import { prepare } from '../../store/entity-table.ts';
 import { withTransaction } from '../../store/transaction.ts';
 import type { AccessService } from '../../access/access.service.ts';
 import { ApiError } from '../../errors.ts';
@@ -64,19 +71,39 @@ export interface DatabaseOpsOptions {
   db: Db;
   access: AccessService;
   clock?: Clock;
+  /** This process's name as the owner of a run (unique per process). */
+  owner?: string;
 }
 
-export function createDatabaseOps({ db, access, clock = systemClock }: DatabaseOpsOptions) {
-  let state: IntegrityState = {
-    inProgress: false,
-    fixingErrors: false,
-    tooManyErrors: false,
-    startTime: null,
-    endTime: null,
-    error: null,
-    results: null,
-  };
-  let lastSnapshotAt: number | undefined;
+/** Forgets every run and the snapshot time (controller start, before any worker serves). */
+export function resetDatabaseOps(db: Db): void {
+  prepare(
+    db,
+    `UPDATE database_ops_state SET run_owner = NULL, in_progress = 0, fixing_errors = 0, too_many_errors = 0, start_time = NULL,
+       end_time = NULL, error = NULL, results = NULL, last_snapshot_at = NULL WHERE id = 1`,
+  ).run();
+}
+
+/** Ends the run of a process that died while running it. */
+export function abandonIntegrityRun(db: Db, owner: string, clock: Clock = systemClock): void {
+  prepare(db, 'UPDATE database_ops_state SET in_progress = 0, end_time = ?, error = ? WHERE id = 1 AND in_progress = 1 AND run_owner = ?').run(
+    localIsoTime(clock.now()),
+    'the process running the integrity check stopped before it ended',
+    owner,
+  );
+}
+
+interface StateRow {
+  in_progress: number;
+  fixing_errors: number;
+  too_many_errors: number;
+  start_time: string | null;
+  end_time: string | null;
+  error: string | null;
+  results: string | null;
+}
+
+export function createDatabaseOps({ db, access, clock = systemClock, owner = `${process.pid}-${randomBytes(6).toString('hex')}` }: DatabaseOpsOptions) {
   let running: Promise<void> | undefined;
 
   /** A consistent copy of the whole database (SQLite online backup), written next to the database file. */
@@ -112,9 +139,8 @@ export function createDatabaseOps({ db, access, clock = systemClock }: DatabaseO
     });
   }
 
-  /** Starts a background run; a second start while one runs is refused with 429 RATE_LIMITED. */
+  /** Starts a background run; a second start while one runs (in any worker) is refused with 429 RATE_LIMITED. */
   function startIntegrityRun(fix: boolean): void {
-    if (state.inProgress) throw new ApiError('RATE_LIMITED');
     const run: IntegrityState = {
       inProgress: true,
       fixingErrors: fix,
@@ -124,7 +150,12 @@ export function createDatabaseOps({ db, access, clock = systemClock }: DatabaseO
       error: null,
       results: [],
     };
-    state = run;
+    const claimed = prepare(
+      db,
+      `UPDATE database_ops_state SET run_owner = ?, in_progress = 1, fixing_errors = ?, too_many_errors = 0, start_time = ?,
+         end_time = NULL, error = NULL, results = '[]' WHERE id = 1 AND in_progress = 0`,
+    ).run(owner, fix ? 1 : 0, run.startTime);
+    if (claimed.changes === 0) throw new ApiError('RATE_LIMITED');
     running = scan(fix, run)
       .catch((err: unknown) => {
         run.error = err instanceof Error ? err.message : String(err);
@@ -133,22 +164,42 @@ export function createDatabaseOps({ db, access, clock = systemClock }: DatabaseO
         run.endTime = localIsoTime(clock.now());
         run.inProgress = false;
         running = undefined;
+        if (db.open) {
+          prepare(
+            db,
+            `UPDATE database_ops_state SET in_progress = 0, too_many_errors = ?, end_time = ?, error = ?, results = ?
+               WHERE id = 1 AND run_owner = ? AND start_time = ?`,
+          ).run(run.tooManyErrors ? 1 : 0, run.endTime, run.error, JSON.stringify(run.results), owner, run.startTime);
+        }
       });
   }
 
   function integrityResults(): IntegrityState {
-    return { ...state, results: state.results ? [...state.results] : null };
+    const row = prepare(db, 'SELECT * FROM database_ops_state WHERE id = 1').get() as StateRow;
+    return {
+      inProgress: row.in_progress === 1,
+      fixingErrors: row.fixing_errors === 1,
+      tooManyErrors: row.too_many_errors === 1,
+      startTime: row.start_time,
+      endTime: row.end_time,
+      error: row.error,
+      results: row.results === null ? null : (JSON.parse(row.results) as IntegrityResult[]),
+    };
   }
 
   async function snapshot(): Promise<string> {
-    const now = clock.now().getTime();
-    if (lastSnapshotAt !== undefined && now - lastSnapshotAt < SNAPSHOT_INTERVAL_MS) throw new ApiError('RATE_LIMITED');
-    const previous = lastSnapshotAt;
-    lastSnapshotAt = now;
+    const now = clock.now();
+    const at = now.toISOString();
+    const claimed = prepare(
+      db,
+      'UPDATE database_ops_state SET last_snapshot_at = ? WHERE id = 1 AND (last_snapshot_at IS NULL OR last_snapshot_at <= ?)',
+    );
+    const previous = (prepare(db, 'SELECT last_snapshot_at FROM database_ops_state WHERE id = 1').get() as { last_snapshot_at: string | null }).last_snapshot_at;
+    if (claimed.run(at, new Date(now.getTime() - SNAPSHOT_INTERVAL_MS).toISOString()).changes === 0) throw new ApiError('RATE_LIMITED');
     try {
       return await writeSnapshot();
     } catch (err) {
-      lastSnapshotAt = previous;
+      prepare(db, 'UPDATE database_ops_state SET last_snapshot_at = ? WHERE id = 1 AND last_snapshot_at = ?').run(previous, at);
       throw err;
     }
   }

@@ -1,0 +1,40 @@
+/**
+ * One cluster worker: a full controller (`startController` without the first-start work, which the primary
+ * did) serving the shared listener, with its own access index kept current through the change feed. It
+ * tells the primary when it serves, logs the ready line when asked to, and stops cleanly on SIGTERM/SIGINT
+ * or when the primary goes away.
+ */
+import cluster from 'node:cluster';
+import type { Config } from '../config.ts';
+import { startController } from '../controller.ts';
+import { newOrigin } from './change-feed.ts';
+
+export async function runWorker(config: Config): Promise<void> {
+  const worker = cluster.worker!;
+  const origin = newOrigin();
+  const controller = await startController(config, { firstStart: false, workerId: String(worker.id), origin });
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    controller.app.log.debug({ signal, worker: worker.id }, 'worker shutting down');
+    controller
+      .stop()
+      .then(() => process.exit(0))
+      .catch((err) => {
+        console.error(err);
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  worker.on('disconnect', () => shutdown('primary gone'));
+  worker.on('message', (message: { type?: string; workers?: number }) => {
+    if (message?.type !== 'announce') return;
+    controller.app.log.info(
+      { address: config.address, port: controller.port, dataDir: config.dataDir, workers: message.workers },
+      `Portcullis ready on https://${config.advertise}:${controller.port}`,
+    );
+  });
+  worker.send({ type: 'listening', origin, port: controller.port });
+}
