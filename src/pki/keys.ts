@@ -1,11 +1,13 @@
 /**
  * Private keys of the controller's own PKI: generation, PEM export, and loading into the two forms the
  * rest of the code needs (a WebCrypto CryptoKey for @peculiar/x509 signing, a Node KeyObject for TLS and
- * JOSE). We generate ECDSA P-256 keys: fast, small, and their JWTs are ES256, which every SDK verifies.
+ * JOSE). We generate ECDSA P-256 keys: fast, small, and their JWTs are ES256, which current SDKs verify;
+ * the server key may instead be generated as RSA-4096 (RS256) for older C SDKs.
  * Loading also accepts P-384/P-521 and RSA so an operator-supplied PKI keeps working; the algorithm
  * helpers map any of them the way upstream does.
  */
-import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPair as generateNodeKeyPairCallback, type KeyObject } from 'node:crypto';
+import { promisify } from 'node:util';
 import { encodePem, type Der } from './pem.ts';
 import { subtle } from './x509-library.ts';
 
@@ -33,6 +35,23 @@ const CURVES: Record<string, { webName: string; hash: string; jwtAlgorithm: JwtA
 /** A fresh extractable ECDSA P-256 key pair (extractable so that it can be written to disk once). */
 export async function generateKeyPair(): Promise<CryptoKeyPair> {
   return (await subtle.generateKey(EC_KEY_ALGORITHM, true, ['sign', 'verify'])) as CryptoKeyPair;
+}
+
+/** Key types the controller can generate for its TLS/JWT signing key. */
+export type ServerKeyType = 'ec' | 'rsa';
+
+export const SERVER_KEY_TYPES: readonly ServerKeyType[] = ['ec', 'rsa'];
+
+const generateNodeKeyPair = promisify(generateNodeKeyPairCallback);
+
+/**
+ * PKCS#8 PEM of a fresh server key: ECDSA P-256 (ES256 JWTs, the default) or RSA-4096 (RS256 JWTs, what an
+ * upstream quickstart PKI uses; C SDK releases before 2023 verify only RSA enrollment JWT signatures).
+ */
+export async function generateServerKeyPem(type: ServerKeyType): Promise<string> {
+  if (type === 'ec') return exportPrivateKeyPem((await generateKeyPair()).privateKey);
+  const { privateKey } = await generateNodeKeyPair('rsa', { modulusLength: 4096 });
+  return privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 }
 
 /** PKCS#8 PEM ("PRIVATE KEY") of an extractable private key. */
