@@ -6,7 +6,7 @@
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import { defineResource, roleAttributesField, type FieldSpec } from '../define-resource.ts';
-import { FreeObject, Semantic } from '../common.schema.ts';
+import { FreeObject, Nullable, Semantic } from '../common.schema.ts';
 
 export const postureCheckTypeIds = ['OS', 'PROCESS', 'DOMAIN', 'MAC', 'MFA', 'PROCESS_MULTI'] as const;
 export type PostureCheckTypeId = (typeof postureCheckTypeIds)[number];
@@ -21,10 +21,12 @@ const StringListRead = Type.Unsafe<string[] | null>({ type: ['array', 'null'], i
 
 const OperatingSystem = Type.Object({ type: OsType, versions: StringList });
 const OperatingSystemRead = Type.Object({ type: Type.String(), versions: StringListRead });
+/** Optional lists of a request: generated clients send `null` for an unset list (upstream reads it as unset). */
+const OptionalStringList = Type.Optional(Nullable(StringList));
 const Process = Type.Object({
   osType: OsType,
   path: Type.String(),
-  hashes: Type.Optional(StringList),
+  hashes: OptionalStringList,
   signerFingerprint: Type.Optional(Type.String()),
 });
 const ProcessRead = Type.Object({
@@ -36,8 +38,8 @@ const ProcessRead = Type.Object({
 const ProcessMulti = Type.Object({
   osType: OsType,
   path: Type.String(),
-  hashes: Type.Optional(StringList),
-  signerFingerprints: Type.Optional(StringList),
+  hashes: OptionalStringList,
+  signerFingerprints: OptionalStringList,
 });
 const ProcessMultiRead = Type.Object({
   osType: Type.String(),

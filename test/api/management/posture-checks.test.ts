@@ -121,6 +121,16 @@ describe('POST /posture-checks: every type', () => {
     assert.equal((await detail(await create({ typeId: 'MFA' }))).timeoutSeconds, -1);
   });
 
+  it('reads null optional process lists as unset, as generated Go clients send them', async () => {
+    const process = await detail(await create({ typeId: 'PROCESS', process: { osType: 'Linux', path: '/usr/bin/agent', hashes: null } }));
+    assert.deepEqual(own(process), { process: { osType: 'Linux', path: '/usr/bin/agent' } });
+    const multi = await detail(
+      await create({ typeId: 'PROCESS_MULTI', semantic: 'AllOf', processes: [{ osType: 'Windows', path: 'C:\\a.exe', hashes: null, signerFingerprints: null }] }),
+    );
+    assert.deepEqual(own(multi), { processes: [{ osType: 'Windows', path: 'C:\\a.exe' }], semantic: 'AllOf' });
+    await expectRejected({ typeId: 'PROCESS', process: { osType: 'Linux', path: '/x', hashes: 'aa' } }, (res) => assertFieldError(res, 'process.hashes'));
+  });
+
   it('requires name and typeId, and the fields of the type', async () => {
     await expectRejected({ typeId: 'DOMAIN', domains: ['x'], name: undefined }, (res) => assertFieldError(res, 'name'));
     await expectRejected({ domains: ['x'] }, (res) => {
