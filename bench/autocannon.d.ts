@@ -9,6 +9,8 @@ declare module 'autocannon' {
     p50: number;
     p90: number;
     p99: number;
+    /** 99.9th percentile. */
+    p99_9: number;
     total: number;
   }
   interface Result {
@@ -39,6 +41,8 @@ declare module 'autocannon' {
     headers?: Record<string, string>;
     tlsOptions?: Record<string, unknown>;
     title?: string;
+    /** Requests each connection cycles through; setupRequest may rewrite method, path, headers and body. */
+    requests?: Array<{ method?: string; path?: string; headers?: Record<string, string>; body?: string; setupRequest?: (req: Record<string, unknown>, context: Record<string, unknown>) => Record<string, unknown> }>;
   }
   interface Instance extends PromiseLike<Result> {
     stop(): void;

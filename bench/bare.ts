@@ -4,6 +4,8 @@
  * controller) keyed by request URL. No routing, auth, database or JSON work: only TLS + HTTP/1.1 in Node.
  * Usage: node --import tsx bench/bare.ts <dataDir> <port|0> <responses.json>
  * responses.json: { "<url>": { "status": 200, "contentType": "...", "bodyBase64": "..." } }
+ * A key is looked up as the full URL first, then as the path without its query string (for requests whose
+ * query rotates, such as one-time tokens).
  */
 import { createServer } from 'node:https';
 import { readFileSync } from 'node:fs';
@@ -26,7 +28,8 @@ for (const [url, r] of Object.entries(JSON.parse(readFileSync(responsesFile, 'ut
 
 // Same TLS settings as the controller's Fastify server (client certificate requested but not required).
 const server = createServer({ key, cert, requestCert: true, rejectUnauthorized: false, minVersion: 'TLSv1.2' }, (req, res) => {
-  const r = canned.get(req.url ?? '');
+  const url = req.url ?? '';
+  const r = canned.get(url) ?? canned.get(url.split('?')[0]!);
   if (!r) {
     res.writeHead(404).end();
     return;

@@ -4,6 +4,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:https';
+import { readFileSync } from 'node:fs';
+import { cpus, platform, release, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 
 export const HOST = '127.0.0.1';
@@ -62,11 +64,11 @@ export interface Captured {
   body: Buffer;
 }
 
-export function fetchOnce(port: number, ca: string, method: string, path: string, headers: Record<string, string>, body?: string): Promise<Captured> {
+export function fetchOnce(port: number, ca: string, method: string, path: string, headers: Record<string, string>, body?: string, tls?: { cert: string; key: string }): Promise<Captured> {
   return new Promise((resolve, reject) => {
     const req = request(
       // The server certificate is issued for the advertised name (localhost); connect to 127.0.0.1 regardless.
-      { host: HOST, port, method, path, headers, ca, servername: 'localhost', timeout: 30_000, agent: false },
+      { host: HOST, port, method, path, headers, ca, servername: 'localhost', timeout: 30_000, agent: false, ...(tls ?? {}) },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -197,4 +199,218 @@ export function comparisonTable(rows: readonly Row[]): string[] {
       return `| ${r.scenario} | ${r.server} | ${fmt(r.rps)} | ${ms(r.p50)} | ${ms(r.p99)} | ${r.non2xx} | ${r.errors} | ${pct} |`;
     }),
   ];
+}
+
+// ---- scenario machinery (open and closed loop, server CPU and RSS) ------------------------------------------
+
+/** One request of a load: what a generator returns for request number i. */
+export interface Sample {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+export type RequestGen = (i: number) => Sample;
+
+/** TLS client credentials for mutual TLS loads. */
+export interface ClientTls {
+  cert: string;
+  key: string;
+}
+
+export interface LoadFigures {
+  /** Completed requests per second over the measured window. */
+  rps: number;
+  /** Latency percentiles in milliseconds. */
+  p50: number;
+  p99: number;
+  p999: number;
+  non2xx: number;
+  errors: number;
+  total: number;
+  /** Server process CPU over the window, in percent of one core (can exceed 100: GC and libuv threads). */
+  cpuPct: number;
+  /** Server process resident set at the end of the window, MB. */
+  rssMb: number;
+  /** Open loop only: the requested arrival rate (req/s). */
+  targetRate?: number;
+}
+
+const CLOCK_TICKS_PER_S = 100; // USER_HZ on Linux
+
+/** CPU time (user + system, ms) and RSS (MB) of a process, read from /proc. */
+export function procStats(pid: number): { cpuMs: number; rssMb: number } {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (1-based).
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const cpuMs = ((Number(rest[11]) + Number(rest[12])) * 1000) / CLOCK_TICKS_PER_S;
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    return { cpuMs, rssMb: rssKb / 1024 };
+  } catch {
+    return { cpuMs: 0, rssMb: 0 };
+  }
+}
+
+/** Runs `work` while sampling the server's CPU time; returns the CPU share over the wall time and the final RSS. */
+export async function withServerStats<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; cpuPct: number; rssMb: number }> {
+  const before = procStats(pid);
+  const t0 = performance.now();
+  const result = await work();
+  const wall = performance.now() - t0;
+  const after = procStats(pid);
+  return { result, cpuPct: wall > 0 ? ((after.cpuMs - before.cpuMs) / wall) * 100 : 0, rssMb: after.rssMb };
+}
+
+/**
+ * Closed loop, maximum throughput: autocannon with `connections` keep-alive connections, each sending its next
+ * request as soon as the previous answer arrived. Every request is built by `gen` (so tokens and bodies can
+ * rotate). Latency resolution is autocannon's: 1 ms.
+ */
+export async function closedLoop(port: number, gen: RequestGen, opts: { connections: number; seconds: number; maxRequests?: number; tls?: ClientTls; pid: number }): Promise<LoadFigures> {
+  let counter = 0;
+  const first = gen(0);
+  const run = () =>
+    autocannon({
+      url: `https://${HOST}:${port}${first.path}`,
+      connections: opts.connections,
+      duration: opts.seconds,
+      ...(opts.maxRequests ? { maxOverallRequests: Math.max(opts.maxRequests, opts.connections) } : {}),
+      timeout: 10,
+      // autocannon forces rejectUnauthorized:false itself; loopback-only benchmark.
+      tlsOptions: { servername: 'localhost', ...(opts.tls ?? {}) },
+      requests: [
+        {
+          setupRequest: (req: Record<string, unknown>) => {
+            const s = gen(counter++);
+            return { ...req, method: s.method, path: s.path, headers: s.headers, body: s.body };
+          },
+        },
+      ],
+    });
+  const { result: r, cpuPct, rssMb } = await withServerStats(opts.pid, async () => run());
+  return {
+    rps: r.duration > 0 ? r.requests.total / r.duration : r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    p999: r.latency.p99_9,
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+    total: r.requests.total,
+    cpuPct,
+    rssMb,
+  };
+}
+
+/**
+ * Open loop at a constant arrival rate with our own scheduler: request i is due at start + i/rate, whatever
+ * happened to earlier requests; a 1 ms timer sends every request that is due (over a keep-alive pool of up to
+ * `sockets` connections; when all are busy, requests wait in the pool's queue). Latency is measured with the
+ * monotonic clock from the *scheduled* send time to the end of the response, so queueing caused by a slow
+ * server is counted (no coordinated omission). Resolution: microseconds.
+ */
+export async function openLoop(port: number, gen: RequestGen, opts: { rate: number; seconds: number; sockets?: number; tls?: ClientTls; pid: number }): Promise<LoadFigures> {
+  const agent = new Agent({ keepAlive: true, maxSockets: opts.sockets ?? 64, rejectUnauthorized: false, servername: 'localhost', ...(opts.tls ?? {}) });
+  const n = Math.max(1, Math.round(opts.rate * opts.seconds));
+  const interval = 1000 / opts.rate;
+  const latencies = new Float64Array(n).fill(Number.NaN);
+  let non2xx = 0;
+  let errors = 0;
+  let finished = 0;
+  let lastEnd = 0;
+  const work = () =>
+    new Promise<void>((resolve) => {
+      const start = performance.now();
+      let sent = 0;
+      const drainDeadline = start + opts.seconds * 1000 + 15_000;
+      const fire = (i: number, scheduled: number) => {
+        const s = gen(i);
+        const headers = s.body === undefined ? s.headers : { ...s.headers, 'content-length': String(Buffer.byteLength(s.body)) };
+        const req = request({ host: HOST, port, method: s.method, path: s.path, headers, agent, timeout: 10_000 }, (res) => {
+          res.on('data', () => {});
+          res.on('end', () => {
+            const end = performance.now();
+            latencies[i] = end - scheduled;
+            lastEnd = end;
+            if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) >= 300) non2xx++;
+            done();
+          });
+        });
+        req.on('timeout', () => req.destroy(new Error('timeout')));
+        req.on('error', () => {
+          errors++;
+          done();
+        });
+        req.end(s.body);
+      };
+      const done = () => {
+        finished++;
+        if (finished === n) resolve();
+      };
+      const tick = () => {
+        const now = performance.now();
+        const due = Math.min(n, Math.floor((now - start) / interval) + 1);
+        while (sent < due) {
+          const i = sent++;
+          fire(i, start + i * interval);
+        }
+        if (sent < n) setTimeout(tick, 1);
+        else if (finished < n) {
+          const check = setInterval(() => {
+            if (finished >= n) clearInterval(check);
+            else if (performance.now() > drainDeadline) {
+              clearInterval(check);
+              errors += n - finished;
+              resolve();
+            }
+          }, 50);
+        }
+      };
+      tick();
+    });
+  // Open the pool's connections first (TLS handshakes), so the schedule does not start with a handshake storm.
+  await Promise.all(
+    Array.from({ length: opts.sockets ?? 64 }, () =>
+      new Promise<void>((resolve) => {
+        const s = gen(0);
+        const req = request({ host: HOST, port, method: 'GET', path: s.path, headers: s.headers, agent, timeout: 10_000 }, (res) => {
+          res.on('data', () => {});
+          res.on('end', () => resolve());
+        });
+        req.on('error', () => resolve());
+        req.end();
+      }),
+    ),
+  );
+  const t0 = performance.now();
+  const { cpuPct, rssMb } = await withServerStats(opts.pid, work);
+  agent.destroy();
+  const ok = Array.from(latencies).filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  const window = Math.max(1, (lastEnd || performance.now()) - t0) / 1000;
+  return {
+    rps: ok.length / window,
+    p50: percentileOf(ok, 50),
+    p99: percentileOf(ok, 99),
+    p999: percentileOf(ok, 99.9),
+    non2xx,
+    errors,
+    total: ok.length,
+    cpuPct,
+    rssMb,
+    targetRate: opts.rate,
+  };
+}
+
+/** Nearest-rank percentile of an ascending array (NaN when empty). */
+export function percentileOf(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[index]!;
+}
+
+/** Machine description recorded with every result. */
+export function machine(): { node: string; cpu: string; cores: number; memGb: number; os: string } {
+  const cpu = cpus();
+  return { node: process.version, cpu: cpu[0]?.model ?? 'unknown CPU', cores: cpu.length, memGb: Math.round(totalmem() / 2 ** 30), os: `${platform()} ${release()}` };
 }

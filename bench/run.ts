@@ -1,12 +1,15 @@
 /**
  * Benchmark entry point: runs the selected suites against freshly started controllers on loopback.
  * Usage: npm run bench [-- --suite identities|access|enrollment|all --identities N --services M --enrollments E --duration S --connections C]
+ *        npm run bench -- --scenario S1|...|S12|all --size small|medium|large [--duration S --connections C
+ *                         --open-fraction F --max-rate R --sessions N --data-dir DIR]
  * See bench/README.md.
  */
 import { runIdentitySuite } from './identities.ts';
 import { runAccessSuite } from './access.ts';
 import { runEnrollmentSuite } from './enrollment.ts';
 import { killChildren, killChildrenOnExit } from './lib.ts';
+import { SCENARIOS, runScenario } from './scenarios/index.ts';
 
 const args = process.argv.slice(2);
 function opt(name: string, fallback: number): number {
@@ -16,21 +19,51 @@ function opt(name: string, fallback: number): number {
   if (!Number.isInteger(n) || n < 1) throw new Error(`${name} needs a positive integer`);
   return n;
 }
+function str(name: string): string | undefined {
+  const i = args.indexOf(name);
+  return i < 0 ? undefined : args[i + 1];
+}
+const scenario = str('--scenario');
 const suiteIndex = args.indexOf('--suite');
 const suite = suiteIndex >= 0 ? args[suiteIndex + 1] : 'all';
 if (!['identities', 'access', 'enrollment', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access, enrollment or all');
-const duration = opt('--duration', 10);
+const duration = opt('--duration', scenario ? 5 : 10);
 const connections = opt('--connections', 16);
 
 killChildrenOnExit();
 try {
-  if (suite === 'identities' || suite === 'all') {
+  if (scenario) {
+    const size = str('--size') ?? 'small';
+    const ids = scenario === 'all' ? Object.keys(SCENARIOS) : scenario.split(',');
+    const openFraction = Number(str('--open-fraction') ?? 0.5);
+    if (!(openFraction > 0 && openFraction <= 1)) throw new Error('--open-fraction must be in (0, 1]');
+    const failed: string[] = [];
+    for (const id of ids) {
+      try {
+        await runScenario(id, {
+          size,
+          dataDir: str('--data-dir') ?? `bench/.data/${size}`,
+          duration,
+          connections,
+          openFraction,
+          maxRate: opt('--max-rate', 3000),
+          sessions: opt('--sessions', 200),
+        });
+      } catch (err: unknown) {
+        console.error(`[${id}] failed:`, err instanceof Error ? err.stack : err);
+        failed.push(id);
+        killChildren();
+      }
+    }
+    if (failed.length) throw new Error(`scenarios failed: ${failed.join(', ')}`);
+  }
+  if (!scenario && (suite === 'identities' || suite === 'all')) {
     await runIdentitySuite({ identities: opt('--identities', 100_000), duration, connections });
   }
-  if (suite === 'access' || suite === 'all') {
+  if (!scenario && (suite === 'access' || suite === 'all')) {
     await runAccessSuite({ identities: opt('--access-identities', 10_000), services: opt('--services', 1_000), duration, connections });
   }
-  if (suite === 'enrollment' || suite === 'all') {
+  if (!scenario && (suite === 'enrollment' || suite === 'all')) {
     await runEnrollmentSuite({ enrollments: opt('--enrollments', 250), duration, connections });
   }
 } catch (err: unknown) {
