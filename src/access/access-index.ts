@@ -2,17 +2,21 @@
  * The access index: an in-memory model of role attributes and the three policy kinds, and the only code
  * that decides who may dial or bind which service through which edge routers.
  *
- * Each policy keeps the set of entities each of its role lists currently matches (its members), and
- * each entity keeps the set of policies it is a member of. An entity change re-evaluates that entity
- * against every policy (O(policies)); a policy change re-evaluates the policy through the attribute
- * index (O(size of the answer)). Questions such as "services identity X may dial" walk the policies of
- * X and union their members: O(policies of X + answer), never identities × services.
+ * Every entity of a kind is given a small integer slot (reused after deletes). Each policy keeps, per
+ * role list, the entities it currently matches (its members) as a bitset over the slots of that kind,
+ * so 100k identities cost 12.5 KB per policy instead of 100k set entries. An entity's policies are found
+ * by testing its bit in each policy (O(policies), a few microseconds). An entity change re-evaluates
+ * that entity against every policy (O(policies)); a policy change re-evaluates the policy through the
+ * attribute index (word-wise ORs for widely used attributes). Questions such as "services identity X
+ * may dial" OR together the member bitsets of the policies X is in: O(policies + answer), never
+ * identities × services.
  *
  * The index holds no store handle. The access service (access.service.ts) loads it from the store at
  * start and feeds it every write that can change access, inside that write's transaction.
  */
 import type { Semantic } from '../policy/role-ref.ts';
 import { parseRoleRef } from '../policy/role-ref.ts';
+import { Bitset, EMPTY_BITSET, SlotSet, forEachBit } from './bitset.ts';
 
 export type EntityKind = 'identity' | 'service' | 'edgeRouter' | 'postureCheck';
 export type PolicyKind = 'servicePolicy' | 'edgeRouterPolicy' | 'serviceEdgeRouterPolicy';
@@ -55,14 +59,22 @@ interface PolicyState {
   semantic: Semantic;
   type?: PolicyType;
   roles: Map<RoleField, ParsedRoles>;
-  members: Map<RoleField, Set<string>>;
+  members: Map<RoleField, Bitset>;
+  views: Map<RoleField, MemberView>;
 }
 
 interface EntitySpace {
-  attributes: Map<string, ReadonlySet<string>>;
-  byAttribute: Map<string, Set<string>>;
-  /** entity id → ids of the policies whose role list of this kind matches it. */
-  memberOf: Map<string, Set<string>>;
+  /** entity id → slot. */
+  slotOf: Map<string, number>;
+  /** slot → entity id (undefined for a free slot). */
+  ids: Array<string | undefined>;
+  /** slot → the entity's role attributes (de-duplicated, each string shared with the attribute index). */
+  attributes: Array<readonly string[] | undefined>;
+  /** Free slots, reused by the next new entity. */
+  free: number[];
+  /** Every slot in use (`#all`). */
+  live: Bitset;
+  byAttribute: Map<string, SlotSet>;
 }
 
 /** What one write did to access: the identities whose visible services may have changed. */
@@ -71,6 +83,7 @@ export interface AccessChange {
 }
 
 const EMPTY: ReadonlySet<string> = new Set();
+const NO_ATTRIBUTES: readonly string[] = [];
 
 function parseRoles(roles: readonly string[] | undefined): ParsedRoles {
   const parsed: ParsedRoles = { all: false, attributes: [], ids: [] };
@@ -85,17 +98,75 @@ function parseRoles(roles: readonly string[] | undefined): ParsedRoles {
 }
 
 /** Upstream's rule: @ids always match; #all matches everything; then AllOf / AnyOf over the #attributes. */
-function matches(roles: ParsedRoles, semantic: Semantic, id: string, attributes: ReadonlySet<string>): boolean {
+function matches(roles: ParsedRoles, semantic: Semantic, id: string, attributes: { has(a: string): boolean }): boolean {
   if (roles.all) return true;
   if (roles.ids.includes(id)) return true;
   if (roles.attributes.length === 0) return false;
   return semantic === 'AllOf' ? roles.attributes.every((a) => attributes.has(a)) : roles.attributes.some((a) => attributes.has(a));
 }
 
-function setsEqual(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
-  if (a.size !== b.size) return false;
-  for (const x of a) if (!b.has(x)) return false;
-  return true;
+/** `has` over an entity's attribute list: a scan for short lists, a Set for long ones. */
+function attributeLookup(list: readonly string[]): { has(a: string): boolean } {
+  return list.length > 16 ? new Set(list) : { has: (a: string) => list.includes(a) };
+}
+
+/** Ids of the set slots of `words`. */
+function idsOf(space: EntitySpace, words: Uint32Array, out: Set<string> = new Set()): Set<string> {
+  const ids = space.ids;
+  forEachBit(words, (slot) => out.add(ids[slot]!));
+  return out;
+}
+
+/** The members of one role list of a policy, as a read-only set of entity ids over its bitset. */
+class MemberView implements ReadonlySet<string> {
+  constructor(
+    private readonly bits: Bitset,
+    private readonly space: EntitySpace,
+  ) {}
+
+  get size(): number {
+    return this.bits.size;
+  }
+
+  has(id: string): boolean {
+    const slot = this.space.slotOf.get(id);
+    return slot !== undefined && this.bits.has(slot);
+  }
+
+  *values(): IterableIterator<string> {
+    const { words } = this.bits;
+    const ids = this.space.ids;
+    for (let w = 0; w < words.length; w++) {
+      let x = words[w];
+      while (x !== 0) {
+        const low = x & -x;
+        yield ids[(w << 5) + (31 - Math.clz32(low))]!;
+        x ^= low;
+      }
+    }
+  }
+
+  keys(): IterableIterator<string> {
+    return this.values();
+  }
+
+  *entries(): IterableIterator<[string, string]> {
+    for (const id of this.values()) yield [id, id];
+  }
+
+  [Symbol.iterator](): IterableIterator<string> {
+    return this.values();
+  }
+
+  forEach(fn: (value: string, key: string, set: ReadonlySet<string>) => void, thisArg?: unknown): void {
+    const ids = this.space.ids;
+    this.bits.forEach((slot) => fn.call(thisArg, ids[slot]!, ids[slot]!, this));
+  }
+}
+
+/** The role list of `kind` a policy kind has, if any (each policy kind selects each entity kind at most once). */
+function fieldFor(policyKind: PolicyKind, kind: EntityKind): RoleField | undefined {
+  return policyRoleFields[policyKind].find((f) => roleFieldKind[f] === kind);
 }
 
 export class AccessIndex {
@@ -106,41 +177,56 @@ export class AccessIndex {
     postureCheck: newSpace(),
   };
   private readonly policies = new Map<string, PolicyState>();
+  private readonly policiesByKind: Record<PolicyKind, Map<string, PolicyState>> = {
+    servicePolicy: new Map(),
+    edgeRouterPolicy: new Map(),
+    serviceEdgeRouterPolicy: new Map(),
+  };
 
   // ---- writes ----------------------------------------------------------------------------------
 
   /** Creates or updates an entity's role attributes and re-evaluates it against every policy. */
   setEntity(kind: EntityKind, id: string, attributes: readonly string[]): AccessChange {
     const space = this.spaces[kind];
-    const previous = space.attributes.get(id);
-    const next = new Set(attributes);
-    for (const a of previous ?? EMPTY) if (!next.has(a)) space.byAttribute.get(a)?.delete(id);
-    for (const a of next) {
-      let ids = space.byAttribute.get(a);
-      if (!ids) space.byAttribute.set(a, (ids = new Set()));
-      ids.add(id);
+    let slot = space.slotOf.get(id);
+    if (slot === undefined) {
+      slot = space.free.pop() ?? space.ids.length;
+      space.slotOf.set(id, slot);
+      space.ids[slot] = id;
+      space.live.add(slot);
     }
-    space.attributes.set(id, next);
-    if (!space.memberOf.has(id)) space.memberOf.set(id, new Set());
+    const previous = space.attributes[slot] ?? NO_ATTRIBUTES;
+    const wanted = attributes.length > 1 ? [...new Set(attributes)] : attributes;
+    for (const a of previous) {
+      if (wanted.includes(a)) continue;
+      const slots = space.byAttribute.get(a);
+      if (!slots) continue;
+      slots.delete(slot);
+      if (slots.size === 0) space.byAttribute.delete(a);
+    }
+    const next: string[] = [];
+    for (const a of wanted) {
+      let slots = space.byAttribute.get(a);
+      if (!slots) space.byAttribute.set(a, (slots = new SlotSet(a)));
+      slots.add(slot, space.slotOf.size);
+      next.push(slots.name);
+    }
+    space.attributes[slot] = next.length > 0 ? next : NO_ATTRIBUTES;
 
     const change: AccessChange = { affectedIdentities: new Set() };
+    if (this.policies.size === 0) return change;
+    const lookup = attributeLookup(next);
     for (const policy of this.policies.values()) {
-      for (const field of policyRoleFields[policy.kind]) {
-        if (roleFieldKind[field] !== kind) continue;
-        const roles = policy.roles.get(field)!;
-        const members = policy.members.get(field)!;
-        const isMember = members.has(id);
-        const shouldBe = matches(roles, policy.semantic, id, next);
-        if (isMember === shouldBe) continue;
-        if (shouldBe) {
-          members.add(id);
-          space.memberOf.get(id)!.add(policy.id);
-        } else {
-          members.delete(id);
-          space.memberOf.get(id)!.delete(policy.id);
-        }
-        this.noteMembershipChange(policy, field, id, change);
-      }
+      const field = fieldFor(policy.kind, kind);
+      if (!field) continue;
+      const roles = policy.roles.get(field)!;
+      const members = policy.members.get(field)!;
+      const isMember = members.has(slot);
+      const shouldBe = matches(roles, policy.semantic, id, lookup);
+      if (isMember === shouldBe) continue;
+      if (shouldBe) members.add(slot);
+      else members.delete(slot);
+      this.noteMembershipChange(policy, field, id, change);
     }
     return change;
   }
@@ -149,30 +235,51 @@ export class AccessIndex {
   removeEntity(kind: EntityKind, id: string): AccessChange {
     const space = this.spaces[kind];
     const change: AccessChange = { affectedIdentities: new Set() };
-    for (const policyId of space.memberOf.get(id) ?? EMPTY) {
-      const policy = this.policies.get(policyId);
-      if (!policy) continue;
-      for (const field of policyRoleFields[policy.kind]) {
-        if (roleFieldKind[field] !== kind) continue;
-        if (policy.members.get(field)!.delete(id)) this.noteMembershipChange(policy, field, id, change);
-      }
-    }
+    const slot = space.slotOf.get(id);
     for (const policy of this.policies.values()) {
-      for (const field of policyRoleFields[policy.kind]) {
-        if (roleFieldKind[field] !== kind) continue;
-        const roles = policy.roles.get(field)!;
-        if (roles.ids.includes(id)) roles.ids = roles.ids.filter((x) => x !== id);
-      }
+      const field = fieldFor(policy.kind, kind);
+      if (!field) continue;
+      if (slot !== undefined && policy.members.get(field)!.delete(slot)) this.noteMembershipChange(policy, field, id, change);
+      const roles = policy.roles.get(field)!;
+      if (roles.ids.includes(id)) roles.ids = roles.ids.filter((x) => x !== id);
     }
-    for (const a of space.attributes.get(id) ?? EMPTY) space.byAttribute.get(a)?.delete(id);
-    space.attributes.delete(id);
-    space.memberOf.delete(id);
+    if (slot !== undefined) {
+      for (const a of space.attributes[slot] ?? NO_ATTRIBUTES) {
+        const slots = space.byAttribute.get(a);
+        if (!slots) continue;
+        slots.delete(slot);
+        if (slots.size === 0) space.byAttribute.delete(a);
+      }
+      space.attributes[slot] = undefined;
+      space.ids[slot] = undefined;
+      space.slotOf.delete(id);
+      space.live.delete(slot);
+      space.free.push(slot);
+    }
     return change;
   }
 
   /** Creates or replaces a policy and recomputes its members through the attribute index. */
   setPolicy(input: PolicyInput): AccessChange {
     const previous = this.policies.get(input.id);
+    const state = this.putPolicy(input, previous);
+    return { affectedIdentities: this.policyAffected(previous, state) };
+  }
+
+  /** setPolicy without working out the affected identities (building an index from the store, applying another process's write). */
+  loadPolicy(input: PolicyInput): void {
+    this.putPolicy(input, this.policies.get(input.id));
+  }
+
+  removePolicy(id: string): AccessChange {
+    const previous = this.policies.get(id);
+    if (!previous) return { affectedIdentities: new Set() };
+    this.policies.delete(id);
+    this.policiesByKind[previous.kind].delete(id);
+    return { affectedIdentities: this.policyAffected(previous, undefined) };
+  }
+
+  private putPolicy(input: PolicyInput, previous: PolicyState | undefined): PolicyState {
     const state: PolicyState = {
       id: input.id,
       kind: input.kind,
@@ -180,54 +287,47 @@ export class AccessIndex {
       type: input.kind === 'servicePolicy' ? (input.type ?? 'Dial') : undefined,
       roles: new Map(),
       members: new Map(),
+      views: new Map(),
     };
     for (const field of policyRoleFields[input.kind]) {
       const roles = parseRoles(input.roles[field]);
+      const space = this.spaces[roleFieldKind[field]];
+      const members = this.evaluate(space, roles, input.semantic);
       state.roles.set(field, roles);
-      state.members.set(field, this.evaluate(roleFieldKind[field], roles, input.semantic));
+      state.members.set(field, members);
+      state.views.set(field, new MemberView(members, space));
     }
-    for (const field of policyRoleFields[input.kind]) {
-      const space = this.spaces[roleFieldKind[field]];
-      for (const id of previous?.members.get(field) ?? EMPTY) space.memberOf.get(id)?.delete(input.id);
-      for (const id of state.members.get(field)!) space.memberOf.get(id)?.add(input.id);
-    }
+    if (previous && previous.kind !== input.kind) this.policiesByKind[previous.kind].delete(input.id);
     this.policies.set(input.id, state);
-    return { affectedIdentities: policyAffected(previous, state) };
-  }
-
-  removePolicy(id: string): AccessChange {
-    const previous = this.policies.get(id);
-    if (!previous) return { affectedIdentities: new Set() };
-    for (const field of policyRoleFields[previous.kind]) {
-      const space = this.spaces[roleFieldKind[field]];
-      for (const member of previous.members.get(field)!) space.memberOf.get(member)?.delete(id);
-    }
-    this.policies.delete(id);
-    return { affectedIdentities: policyAffected(previous, undefined) };
+    this.policiesByKind[input.kind].set(input.id, state);
+    return state;
   }
 
   // ---- questions ---------------------------------------------------------------------------------
 
   hasEntity(kind: EntityKind, id: string): boolean {
-    return this.spaces[kind].attributes.has(id);
+    return this.spaces[kind].slotOf.has(id);
   }
 
   entityCount(kind: EntityKind): number {
-    return this.spaces[kind].attributes.size;
+    return this.spaces[kind].slotOf.size;
   }
 
   /** Ids of the policies of `kind` whose role list for the entity's kind currently matches it. */
   policiesOf(entityKind: EntityKind, entityId: string, policyKind?: PolicyKind): string[] {
     const out: string[] = [];
-    for (const policyId of this.spaces[entityKind].memberOf.get(entityId) ?? EMPTY) {
-      if (!policyKind || this.policies.get(policyId)?.kind === policyKind) out.push(policyId);
+    const slot = this.spaces[entityKind].slotOf.get(entityId);
+    if (slot === undefined) return out;
+    for (const policy of policyKind ? this.policiesByKind[policyKind].values() : this.policies.values()) {
+      const field = fieldFor(policy.kind, entityKind);
+      if (field && policy.members.get(field)!.has(slot)) out.push(policy.id);
     }
     return out;
   }
 
   /** The entities one role list of a policy currently matches (empty for an unknown policy). */
   membersOf(policyId: string, field: RoleField): ReadonlySet<string> {
-    return this.policies.get(policyId)?.members.get(field) ?? EMPTY;
+    return this.policies.get(policyId)?.views.get(field) ?? EMPTY;
   }
 
   policyKind(policyId: string): PolicyKind | undefined {
@@ -240,44 +340,46 @@ export class AccessIndex {
 
   /** Services the identity may use (of one type, or either). */
   servicesOfIdentity(identityId: string, type?: PolicyType): Set<string> {
-    return this.reach('identity', identityId, 'servicePolicy', 'serviceRoles', type);
+    return this.reach('identityRoles', identityId, 'servicePolicy', 'serviceRoles', type);
   }
 
   /** Identities that may use the service (of one type, or either). */
   identitiesOfService(serviceId: string, type?: PolicyType): Set<string> {
-    return this.reach('service', serviceId, 'servicePolicy', 'identityRoles', type);
+    return this.reach('serviceRoles', serviceId, 'servicePolicy', 'identityRoles', type);
   }
 
   /** Edge routers the identity may use (edge router policies). */
   edgeRoutersOfIdentity(identityId: string): Set<string> {
-    return this.reach('identity', identityId, 'edgeRouterPolicy', 'edgeRouterRoles');
+    return this.reach('identityRoles', identityId, 'edgeRouterPolicy', 'edgeRouterRoles');
   }
 
   identitiesOfEdgeRouter(routerId: string): Set<string> {
-    return this.reach('edgeRouter', routerId, 'edgeRouterPolicy', 'identityRoles');
+    return this.reach('edgeRouterRoles', routerId, 'edgeRouterPolicy', 'identityRoles');
   }
 
   /** Edge routers that may carry the service (service edge router policies). */
   edgeRoutersOfService(serviceId: string): Set<string> {
-    return this.reach('service', serviceId, 'serviceEdgeRouterPolicy', 'edgeRouterRoles');
+    return this.reach('serviceRoles', serviceId, 'serviceEdgeRouterPolicy', 'edgeRouterRoles');
   }
 
   servicesOfEdgeRouter(routerId: string): Set<string> {
-    return this.reach('edgeRouter', routerId, 'serviceEdgeRouterPolicy', 'serviceRoles');
+    return this.reach('edgeRouterRoles', routerId, 'serviceEdgeRouterPolicy', 'serviceRoles');
   }
 
   /** Posture checks reachable through service policies that include the service. */
   postureChecksOfService(serviceId: string): Set<string> {
-    return this.reach('service', serviceId, 'servicePolicy', 'postureCheckRoles');
+    return this.reach('serviceRoles', serviceId, 'servicePolicy', 'postureCheckRoles');
   }
 
   /** Edge routers the identity may use for the service: both policy kinds must grant the router. */
   edgeRoutersFor(identityId: string, serviceId: string): Set<string> {
-    const forService = this.edgeRoutersOfService(serviceId);
-    const out = new Set<string>();
-    if (forService.size === 0) return out;
-    for (const routerId of this.edgeRoutersOfIdentity(identityId)) if (forService.has(routerId)) out.add(routerId);
-    return out;
+    const forService = this.reachWords('serviceRoles', serviceId, 'serviceEdgeRouterPolicy', 'edgeRouterRoles');
+    if (forService.length === 0) return new Set();
+    const forIdentity = this.reachWords('identityRoles', identityId, 'edgeRouterPolicy', 'edgeRouterRoles');
+    const n = Math.min(forService.length, forIdentity.length);
+    const both = new Uint32Array(n);
+    for (let i = 0; i < n; i++) both[i] = forService[i] & forIdentity[i];
+    return idsOf(this.spaces.edgeRouter, both);
   }
 
   /** Whether the identity may dial and/or bind the service. */
@@ -293,38 +395,76 @@ export class AccessIndex {
   /** Service policies (optionally of one type) that include both the identity and the service. */
   linkingServicePolicies(identityId: string, serviceId: string, type?: PolicyType): string[] {
     const out: string[] = [];
-    for (const policyId of this.spaces.identity.memberOf.get(identityId) ?? EMPTY) {
-      const policy = this.policies.get(policyId)!;
-      if (policy.kind !== 'servicePolicy' || (type && policy.type !== type)) continue;
-      if (policy.members.get('serviceRoles')!.has(serviceId)) out.push(policyId);
+    const identitySlot = this.spaces.identity.slotOf.get(identityId);
+    const serviceSlot = this.spaces.service.slotOf.get(serviceId);
+    if (identitySlot === undefined || serviceSlot === undefined) return out;
+    for (const policy of this.policiesByKind.servicePolicy.values()) {
+      if (type && policy.type !== type) continue;
+      if (policy.members.get('identityRoles')!.has(identitySlot) && policy.members.get('serviceRoles')!.has(serviceSlot)) out.push(policy.id);
     }
     return out;
   }
 
   // ---- internals ---------------------------------------------------------------------------------
 
-  private reach(fromKind: EntityKind, fromId: string, policyKind: PolicyKind, toField: RoleField, type?: PolicyType): Set<string> {
-    const out = new Set<string>();
-    for (const policyId of this.spaces[fromKind].memberOf.get(fromId) ?? EMPTY) {
-      const policy = this.policies.get(policyId)!;
-      if (policy.kind !== policyKind || (type && policy.type !== type)) continue;
-      for (const id of policy.members.get(toField)!) out.add(id);
+  /** OR of the `toField` members of every policy of `policyKind` whose `fromField` matches the entity. */
+  private reachWords(fromField: RoleField, fromId: string, policyKind: PolicyKind, toField: RoleField, type?: PolicyType): Uint32Array {
+    const slot = this.spaces[roleFieldKind[fromField]].slotOf.get(fromId);
+    let out = new Uint32Array(0);
+    if (slot === undefined) return out;
+    for (const policy of this.policiesByKind[policyKind].values()) {
+      if (type && policy.type !== type) continue;
+      if (!policy.members.get(fromField)!.has(slot)) continue;
+      const src = policy.members.get(toField)!.words;
+      if (src.length > out.length) {
+        const grown = new Uint32Array(src.length);
+        grown.set(out);
+        out = grown;
+      }
+      for (let i = 0; i < src.length; i++) out[i] |= src[i];
     }
     return out;
   }
 
-  private evaluate(kind: EntityKind, roles: ParsedRoles, semantic: Semantic): Set<string> {
-    const space = this.spaces[kind];
-    if (roles.all) return new Set(space.attributes.keys());
-    const out = new Set<string>();
-    for (const id of roles.ids) if (space.attributes.has(id)) out.add(id);
+  private reach(fromField: RoleField, fromId: string, policyKind: PolicyKind, toField: RoleField, type?: PolicyType): Set<string> {
+    return idsOf(this.spaces[roleFieldKind[toField]], this.reachWords(fromField, fromId, policyKind, toField, type));
+  }
+
+  private evaluate(space: EntitySpace, roles: ParsedRoles, semantic: Semantic): Bitset {
+    if (roles.all) return space.live.clone();
+    const out = new Bitset();
+    for (const id of roles.ids) {
+      const slot = space.slotOf.get(id);
+      if (slot !== undefined) out.add(slot);
+    }
     if (roles.attributes.length === 0) return out;
     if (semantic === 'AnyOf') {
-      for (const a of roles.attributes) for (const id of space.byAttribute.get(a) ?? EMPTY) out.add(id);
+      for (const a of roles.attributes) space.byAttribute.get(a)?.orInto(out);
       return out;
     }
-    const sets = roles.attributes.map((a) => space.byAttribute.get(a) ?? EMPTY).sort((x, y) => x.size - y.size);
-    for (const id of sets[0]!) if (sets.every((s) => s.has(id))) out.add(id);
+    const sets: SlotSet[] = [];
+    for (const a of roles.attributes) {
+      const slots = space.byAttribute.get(a);
+      if (!slots) return out;
+      sets.push(slots);
+    }
+    if (sets.every((s) => s.bitset !== undefined)) {
+      const all = sets.map((s) => s.bitset!.words);
+      const n = Math.min(...all.map((w) => w.length));
+      const both = new Uint32Array(n);
+      for (let i = 0; i < n; i++) {
+        let x = all[0]![i];
+        for (let j = 1; j < all.length; j++) x &= all[j]![i];
+        both[i] = x;
+      }
+      out.or(new Bitset(both));
+      return out;
+    }
+    sets.sort((x, y) => x.size - y.size);
+    const [smallest, ...rest] = sets;
+    smallest!.forEach((slot) => {
+      if (rest.every((s) => s.has(slot))) out.add(slot);
+    });
     return out;
   }
 
@@ -332,39 +472,43 @@ export class AccessIndex {
   private noteMembershipChange(policy: PolicyState, field: RoleField, entityId: string, change: AccessChange): void {
     if (policy.kind !== 'servicePolicy') return;
     if (field === 'identityRoles') change.affectedIdentities.add(entityId);
-    else for (const id of policy.members.get('identityRoles')!) change.affectedIdentities.add(id);
+    else idsOf(this.spaces.identity, policy.members.get('identityRoles')!.words, change.affectedIdentities);
+  }
+
+  /**
+   * Identities whose service view a policy write can change. Edge router policies never change which
+   * services an identity sees. For a service policy: when its type, services or posture checks changed,
+   * every identity before and after; otherwise only the identities that joined or left.
+   */
+  private policyAffected(before: PolicyState | undefined, after: PolicyState | undefined): Set<string> {
+    const out = new Set<string>();
+    const kind = (before ?? after)!.kind;
+    if (kind !== 'servicePolicy') return out;
+    const identities = this.spaces.identity;
+    const identitiesBefore = before?.members.get('identityRoles') ?? EMPTY_BITSET;
+    const identitiesAfter = after?.members.get('identityRoles') ?? EMPTY_BITSET;
+    const sameTargets =
+      before !== undefined &&
+      after !== undefined &&
+      before.kind === after.kind &&
+      before.type === after.type &&
+      before.members.get('serviceRoles')!.equals(after.members.get('serviceRoles')!) &&
+      before.members.get('postureCheckRoles')!.equals(after.members.get('postureCheckRoles')!);
+    if (!sameTargets) {
+      const hasTargets = (p: PolicyState | undefined) => p !== undefined && p.kind === 'servicePolicy' && p.members.get('serviceRoles')!.size > 0;
+      if (hasTargets(before)) idsOf(identities, identitiesBefore.words, out);
+      if (hasTargets(after)) idsOf(identities, identitiesAfter.words, out);
+      return out;
+    }
+    if (after!.members.get('serviceRoles')!.size === 0) return out;
+    const a = identitiesBefore.words;
+    const b = identitiesAfter.words;
+    const diff = new Uint32Array(Math.max(a.length, b.length));
+    for (let i = 0; i < diff.length; i++) diff[i] = (a[i] ?? 0) ^ (b[i] ?? 0);
+    return idsOf(identities, diff, out);
   }
 }
 
 function newSpace(): EntitySpace {
-  return { attributes: new Map(), byAttribute: new Map(), memberOf: new Map() };
-}
-
-/**
- * Identities whose service view a policy write can change. Edge router policies never change which
- * services an identity sees. For a service policy: when its type, services or posture checks changed,
- * every identity before and after; otherwise only the identities that joined or left.
- */
-function policyAffected(before: PolicyState | undefined, after: PolicyState | undefined): Set<string> {
-  const out = new Set<string>();
-  const kind = (before ?? after)!.kind;
-  if (kind !== 'servicePolicy') return out;
-  const identitiesBefore = before?.members.get('identityRoles') ?? EMPTY;
-  const identitiesAfter = after?.members.get('identityRoles') ?? EMPTY;
-  const sameTargets =
-    before !== undefined &&
-    after !== undefined &&
-    before.type === after.type &&
-    setsEqual(before.members.get('serviceRoles')!, after.members.get('serviceRoles')!) &&
-    setsEqual(before.members.get('postureCheckRoles')!, after.members.get('postureCheckRoles')!);
-  if (!sameTargets) {
-    const hasTargets = (p: PolicyState | undefined) => p !== undefined && p.members.get('serviceRoles')!.size > 0;
-    if (hasTargets(before)) for (const id of identitiesBefore) out.add(id);
-    if (hasTargets(after)) for (const id of identitiesAfter) out.add(id);
-    return out;
-  }
-  if (after!.members.get('serviceRoles')!.size === 0) return out;
-  for (const id of identitiesBefore) if (!identitiesAfter.has(id)) out.add(id);
-  for (const id of identitiesAfter) if (!identitiesBefore.has(id)) out.add(id);
-  return out;
+  return { slotOf: new Map(), ids: [], attributes: [], free: [], live: new Bitset(), byAttribute: new Map() };
 }

@@ -148,7 +148,8 @@ export function createAccessService(db: Db, clock: Clock, feed?: ChangeFeed) {
         else index.removeEntity(kind, e.entityId);
       } else if (policyKinds.has(e.kind) || e.kind === 'policy') {
         const policy = e.op === 'set' && e.kind !== 'policy' ? readPolicy(e.kind as PolicyKind, e.entityId) : undefined;
-        if (policy) index.setPolicy(policy);
+        // Another process already recorded the affected identities: no need to work them out again.
+        if (policy) index.loadPolicy(policy);
         else index.removePolicy(e.entityId);
       }
     });
@@ -173,7 +174,7 @@ export function createAccessService(db: Db, clock: Clock, feed?: ChangeFeed) {
       for (const row of rows) {
         const roles: PolicyInput['roles'] = {};
         for (const [field, col] of cols) roles[field] = JSON.parse(row[col]!) as string[];
-        fresh.setPolicy({ id: row.id!, kind, semantic: row.semantic as Semantic, type: row.policy_type as PolicyInput['type'], roles });
+        fresh.loadPolicy({ id: row.id!, kind, semantic: row.semantic as Semantic, type: row.policy_type as PolicyInput['type'], roles });
       }
     }
     return fresh;

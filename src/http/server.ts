@@ -5,6 +5,7 @@
  * headers upstream sends.
  */
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { createRequire } from 'node:module';
 import { ApiError } from '../errors.ts';
 import { compileValidator } from './validation.ts';
 import { errorHandler, sendError } from './error-handler.ts';
@@ -131,6 +132,24 @@ function registerJsonParser(app: FastifyInstance): void {
   });
 }
 
+type RouteSerializer = (route: { method: string; url: string; httpStatus: string; schema?: unknown }) => (data: unknown) => string;
+type SerializerFactory = (externalSchemas?: unknown, serializerOpts?: object) => RouteSerializer;
+
+/** Fastify's own response serializer factory (fast-json-stringify), resolved from where Fastify resolves it. */
+const defaultSerializers = createRequire(createRequire(import.meta.url).resolve('fastify'))('@fastify/fast-json-stringify-compiler') as () => SerializerFactory;
+
+/**
+ * Fastify's serializers, each built on the first response it serves instead of at start: a few hundred
+ * routes × status codes would otherwise cost a large share of the controller's cold start.
+ */
+const lazySerializers: SerializerFactory = (externalSchemas, serializerOpts) => {
+  const compile = defaultSerializers()(externalSchemas, serializerOpts);
+  return (route) => {
+    let serialize: ((data: unknown) => string) | undefined;
+    return (data) => (serialize ??= compile(route))(data);
+  };
+};
+
 export function buildServer(opts: ServerOptions): FastifyInstance {
   const app = Fastify({
     https: {
@@ -149,6 +168,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     ajv: undefined,
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
   });
   app.setValidatorCompiler(compileValidator);
   app.setErrorHandler(errorHandler);

@@ -94,14 +94,18 @@ function acceptsNull(schema: object): boolean {
   return Array.isArray(type) && type.includes('null');
 }
 
-/** Fastify validator compiler. */
+/**
+ * Fastify validator compiler. AJV compiles a route's schema on its first request, not at start: a few
+ * hundred routes × parts would otherwise cost a large share of the controller's cold start.
+ */
 export function compileValidator({ schema, httpPart }: { schema: object; httpPart?: string }) {
   const part = (httpPart ?? 'body') as HttpPart;
-  const validate: ValidateFunction = (part === 'body' ? bodyAjv : paramAjv).compile(schema);
+  let validate: ValidateFunction | undefined;
   return (data: unknown) => {
     if (part === 'body' && (data === undefined || data === null) && !acceptsNull(schema)) {
       return { error: new ApiError('COULD_NOT_VALIDATE', { cause: { field: 'body', reason: 'body in body is required', value: '' } }) };
     }
+    validate ??= (part === 'body' ? bodyAjv : paramAjv).compile(schema);
     if (validate(data)) return { value: data };
     return { error: toValidationError(validate.errors ?? [], data, part) };
   };
