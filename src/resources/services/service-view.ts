@@ -57,31 +57,82 @@ export function createServiceViews(db: Db, access: AccessService, clock: Clock) 
     return out.length ? out : ['Invalid'];
   }
 
-  function configMap(identityId: string, serviceId: string, configIds: readonly string[], wanted: WantedTypes): Record<string, unknown> {
+  /**
+   * Parsed config data by config id, reused while the stored text is unchanged (the text is read on every
+   * call, so a write by any process is seen at once; the cache only saves the parse).
+   */
+  const parsedConfigs = new Map<string, { text: string; value: unknown }>();
+  const MAX_PARSED_CONFIGS = 10_000;
+  function parsedConfig(id: string, text: string): unknown {
+    const hit = parsedConfigs.get(id);
+    if (hit && hit.text === text) return hit.value;
+    if (parsedConfigs.size >= MAX_PARSED_CONFIGS) parsedConfigs.clear();
+    const value = JSON.parse(text) as unknown;
+    parsedConfigs.set(id, { text, value });
+    return value;
+  }
+
+  /**
+   * The configs one page needs, read with three queries for the whole page: the services' configs, the
+   * identity's overrides for those services (in key order, as per pair before) and the type names.
+   */
+  function pageConfigs(identityId: string, items: readonly Values[]) {
+    const configIds = new Set<string>();
+    const serviceIds: string[] = [];
+    for (const values of items) {
+      serviceIds.push(values.id as string);
+      for (const id of (values.configs as string[] | null) ?? []) configIds.add(id);
+    }
+    const configs = new Map<string, { typeId: string; value: unknown }>();
+    if (configIds.size > 0) {
+      const rows = prepare(db, 'SELECT id, config_type_id, data FROM configs WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify([...configIds])) as Array<{
+        id: string;
+        config_type_id: string;
+        data: string;
+      }>;
+      for (const r of rows) configs.set(r.id, { typeId: r.config_type_id, value: parsedConfig(r.id, r.data) });
+    }
+    const overrides = new Map<string, Array<{ typeId: string; value: unknown }>>();
+    const overrideRows = prepare(
+      db,
+      `SELECT o.service_id, o.config_type_id, o.config_id, c.data FROM identity_service_configs o JOIN configs c ON c.id = o.config_id
+       WHERE o.identity_id = ? AND o.service_id IN (SELECT value FROM json_each(?)) ORDER BY o.service_id, o.config_type_id`,
+    ).all(identityId, JSON.stringify(serviceIds)) as Array<{ service_id: string; config_type_id: string; config_id: string; data: string }>;
+    for (const o of overrideRows) {
+      let list = overrides.get(o.service_id);
+      if (!list) overrides.set(o.service_id, (list = []));
+      list.push({ typeId: o.config_type_id, value: parsedConfig(o.config_id, o.data) });
+    }
+    const typeIds = new Set<string>();
+    for (const c of configs.values()) typeIds.add(c.typeId);
+    for (const list of overrides.values()) for (const o of list) typeIds.add(o.typeId);
+    const typeNames = new Map<string, string>();
+    if (typeIds.size > 0) {
+      const rows = prepare(db, 'SELECT id, name FROM config_types WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify([...typeIds])) as Array<{ id: string; name: string }>;
+      for (const r of rows) typeNames.set(r.id, r.name);
+    }
+    return { configs, overrides, typeNames };
+  }
+
+  function configMap(page: ReturnType<typeof pageConfigs>, serviceId: string, configIds: readonly string[], wanted: WantedTypes): Record<string, unknown> {
     const isWanted = (typeId: string) => wanted === 'all' || wanted.has(typeId);
     const byType = new Map<string, unknown>();
-    const configRow = prepare(db, 'SELECT config_type_id, data FROM configs WHERE id = ?');
     for (const id of configIds) {
-      const row = configRow.get(id) as { config_type_id: string; data: string } | undefined;
-      if (row && isWanted(row.config_type_id)) byType.set(row.config_type_id, JSON.parse(row.data));
+      const c = page.configs.get(id);
+      if (c && isWanted(c.typeId)) byType.set(c.typeId, c.value);
     }
-    const overrides = prepare(
-      db,
-      'SELECT o.config_type_id, c.data FROM identity_service_configs o JOIN configs c ON c.id = o.config_id WHERE o.identity_id = ? AND o.service_id = ?',
-    ).all(identityId, serviceId) as Array<{ config_type_id: string; data: string }>;
-    for (const o of overrides) if (isWanted(o.config_type_id)) byType.set(o.config_type_id, JSON.parse(o.data));
+    for (const o of page.overrides.get(serviceId) ?? []) if (isWanted(o.typeId)) byType.set(o.typeId, o.value);
     const out: Record<string, unknown> = {};
-    const typeName = prepare(db, 'SELECT name FROM config_types WHERE id = ?');
-    for (const [typeId, data] of byType) {
-      const row = typeName.get(typeId) as { name: string } | undefined;
-      out[row?.name ?? typeId] = data;
-    }
+    for (const [typeId, data] of byType) out[page.typeNames.get(typeId) ?? typeId] = data;
     return out;
   }
 
   /** Renders services for one caller view; posture existence is read once per call. */
   function present(items: Values[], opts: ServiceViewOptions): Array<Record<string, unknown>> {
     const postureQueries = posture.queryContext(opts.identityId, opts.apiSessionId);
+    const wanted = opts.configTypes;
+    const merging = wanted !== undefined && (wanted === 'all' || wanted.size > 0);
+    const page = merging ? pageConfigs(opts.identityId, items) : undefined;
     return items.map((values) => {
       const out = serviceResource.presentStored(values);
       const id = values.id as string;
@@ -93,7 +144,7 @@ export function createServiceViews(db: Db, access: AccessService, clock: Clock) 
       out.permissions = permissions;
       if (opts.configTypes === undefined) out.config = null;
       else if (opts.configTypes !== 'all' && opts.configTypes.size === 0) out.config = opts.emptyConfig === 'object' ? {} : null;
-      else out.config = configMap(opts.identityId, id, configs ?? [], opts.configTypes);
+      else out.config = configMap(page!, id, configs ?? [], opts.configTypes);
       out.postureQueries = postureQueries(id, permissions);
       return out;
     });

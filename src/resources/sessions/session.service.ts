@@ -148,6 +148,34 @@ export function createSessionService(deps: SessionServiceDeps) {
     });
   }
 
+  /**
+   * JWTs signed for sessions, by session id. A repeated request for the same session within
+   * `JWT_REUSE_MS` of the signature gets the same token back: its claims are fixed by the session record
+   * (the id is never reused, so a memo can never name another session), it stays valid for a year, and
+   * only `iat`/`exp` would differ by less than the window. Process-local: each worker signs on its own.
+   */
+  const signed = new Map<string, { jwt: string; at: number }>();
+  const JWT_REUSE_MS = 60_000;
+  const MAX_SIGNED = 10_000;
+
+  async function sessionToken(s: SessionRecord): Promise<string> {
+    const now = clock.now().getTime();
+    const hit = signed.get(s.id);
+    if (hit && now >= hit.at && now - hit.at < JWT_REUSE_MS) return hit.jwt;
+    const jwt = await sessionJwt(s);
+    if (signed.size >= MAX_SIGNED) {
+      // Drop expired memos first; when every memo is fresh, the oldest ones.
+      for (const [id, m] of signed) if (!(now >= m.at && now - m.at < JWT_REUSE_MS)) signed.delete(id);
+      for (const id of signed.keys()) {
+        if (signed.size < MAX_SIGNED) break;
+        signed.delete(id);
+      }
+    }
+    signed.delete(s.id);
+    signed.set(s.id, { jwt, at: now });
+    return jwt;
+  }
+
   /** The JWT of a session (claims of upstream's service access token, legacy flavour). */
   function sessionJwt(s: SessionRecord): Promise<string> {
     const now = clock.now();
@@ -188,8 +216,15 @@ export function createSessionService(deps: SessionServiceDeps) {
     const servicePolicies = posture.assertSessionAllowed(identityId, caller.apiSession.id, serviceId, type);
     if (index.edgeRoutersFor(identityId, serviceId).size === 0) throw new ApiError('NO_EDGE_ROUTERS_AVAILABLE');
 
+    const existingSql = 'SELECT * FROM sessions WHERE api_session_id = ? AND service_id = ? AND session_type = ?';
+    // The common repeat finds its session without taking the write lock; the write re-checks under it.
+    const found = prepare(db, existingSql).get(caller.apiSession.id, serviceId, type) as Record<string, unknown> | undefined;
+    if (found) {
+      const record = decode(found);
+      return { record, jwt: await sessionToken(record) };
+    }
     const record = withTransaction(db, (tx) => {
-      const existing = prepare(tx.db, 'SELECT * FROM sessions WHERE api_session_id = ? AND service_id = ? AND session_type = ?').get(
+      const existing = prepare(tx.db, existingSql).get(
         caller.apiSession.id,
         serviceId,
         type,
@@ -216,7 +251,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       ).run(id, id, type, fresh.apiSessionId, identityId, serviceId, JSON.stringify(servicePolicies), now, now, JSON.stringify(fresh.tags));
       return fresh;
     });
-    return { record, jwt: await sessionJwt(record) };
+    return { record, jwt: await sessionToken(record) };
   }
 
   function entityRef(entity: string, id: string, name: string) {
