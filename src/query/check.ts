@@ -42,7 +42,7 @@ function checkSortField(field: SortField, table: SymbolTable): SortTerm {
   if (resolved.kind !== 'scalar' || resolved.symbol.sortable === false) {
     throw invalidFilter(`no such sort field: ${field.name}`);
   }
-  return { name: field.name, sql: resolved.symbol.sql, ascending: field.ascending };
+  return { name: field.name, sql: resolved.symbol.sql, ascending: field.ascending, ...(resolved.symbol.unique ? { unique: true } : {}) };
 }
 
 function checkExpr(expr: Expr, table: SymbolTable): Condition {

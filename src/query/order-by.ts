@@ -12,6 +12,9 @@ export function orderBySql(sort: readonly SortTerm[], idSql: string, dialect: Di
   if (sort.length === 0 || sort[0].name === 'id') {
     return dialect.orderTerm(id, sort[0]?.ascending ?? true).text;
   }
-  const terms = sort.map((term) => dialect.orderTerm(trusted(term.sql), term.ascending));
-  return joinSql([...terms, dialect.orderTerm(id, true)], ', ').text;
+  const uniqueAt = sort.findIndex((term) => term.unique);
+  const used = uniqueAt < 0 ? sort : sort.slice(0, uniqueAt + 1);
+  const terms = used.map((term) => dialect.orderTerm(trusted(term.sql), term.ascending));
+  // Terms after a unique one never decide anything, nor does the tie-breaker.
+  return joinSql(uniqueAt < 0 ? [...terms, dialect.orderTerm(id, true)] : terms, ', ').text;
 }

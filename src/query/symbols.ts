@@ -16,6 +16,12 @@ export interface ScalarSymbol {
   sql: string;
   /** May appear in `sort by` (plain non-set fields of the entity itself). Default true. */
   sortable?: boolean;
+  /**
+   * Values are unique and never NULL (a `NOT NULL UNIQUE` column): a sort by this field is already a total
+   * order, so later sort terms and the id tie-breaker are left out — same rows, same order, and an index on
+   * the column alone can serve the sort.
+   */
+  unique?: boolean;
 }
 
 /**

@@ -46,6 +46,8 @@ export interface SortTerm {
   name: string;
   sql: string;
   ascending: boolean;
+  /** The field's values are unique and never NULL, so sorting by it is already a total order. */
+  unique?: boolean;
 }
 
 export interface CheckedQuery {

@@ -29,6 +29,8 @@ export interface FieldSpec {
   /** Filter type; present means the field is a public filter symbol. */
   filter?: ScalarType;
   sortable?: boolean;
+  /** The column is `NOT NULL UNIQUE` (lets a sort by it skip the id tie-breaker; see ScalarSymbol.unique). */
+  unique?: boolean;
 }
 
 export interface ResourceSpec {
@@ -109,7 +111,7 @@ export function baseSymbols(): Record<string, FieldSymbol> {
 function symbolTable(spec: ResourceSpec): SymbolTable {
   const symbols = baseSymbols();
   for (const [name, f] of Object.entries(spec.fields)) {
-    if (f.filter && f.column) symbols[name] = { kind: 'scalar', type: f.filter, sql: `e.${f.column}`, sortable: f.sortable ?? true };
+    if (f.filter && f.column) symbols[name] = { kind: 'scalar', type: f.filter, sql: `e.${f.column}`, sortable: f.sortable ?? true, ...(f.unique ? { unique: true } : {}) };
   }
   if (spec.attributes) {
     const a = spec.attributes;

@@ -83,10 +83,18 @@ function decode(kind: ColumnKind, value: unknown): unknown {
   }
 }
 
+/** Column entries of a declaration, computed once per declaration (decoding is on every list's hot path). */
+const columnEntries = new WeakMap<EntityTableDecl, Array<[string, ColumnDecl]>>();
+
 /** Turns a raw SQL row into wire-keyed values. */
 export function decodeRow(decl: EntityTableDecl, row: Record<string, unknown>): Values {
+  let entries = columnEntries.get(decl);
+  if (!entries) columnEntries.set(decl, (entries = Object.entries(allColumns(decl))));
   const out: Values = {};
-  for (const [field, c] of Object.entries(allColumns(decl))) out[field] = decode(c.kind, row[c.column]);
+  for (let i = 0; i < entries.length; i++) {
+    const [field, c] = entries[i]!;
+    out[field] = decode(c.kind, row[c.column]);
+  }
   return out;
 }
 
@@ -161,16 +169,42 @@ export interface PageQuery {
   offset: number;
 }
 
-/** One page of rows from `source` (a table, or a sub-select) under alias `e`, plus the total count. */
+const rowidTables = new WeakMap<Db, Map<string, boolean>>();
+
+/** Whether `source` is a plain table with a rowid (not a sub-select, not WITHOUT ROWID); cached per connection. */
+function hasRowid(db: Db, source: string): boolean {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(source)) return false;
+  let known = rowidTables.get(db);
+  if (!known) rowidTables.set(db, (known = new Map()));
+  let yes = known.get(source);
+  if (yes === undefined) {
+    try {
+      db.prepare(`SELECT rowid FROM ${source} LIMIT 0`);
+      yes = true;
+    } catch {
+      yes = false;
+    }
+    known.set(source, yes);
+  }
+  return yes;
+}
+
+/**
+ * One page of rows from `source` (a table, or a sub-select) under alias `e`, plus the total count.
+ * Past the first page of a plain table, the rows skipped by OFFSET are walked as rowids only (an index holding
+ * the WHERE and ORDER BY columns serves that without reading a single row), and just the page's rows are read;
+ * the same WHERE and ORDER BY apply, so the page is identical to the one-query form.
+ */
 export function selectPage(db: Db, source: string, q: PageQuery): { rows: Array<Record<string, unknown>>; totalCount: number } {
   const from = `FROM ${source} e WHERE ${q.where}`;
   const totalCount = (prepare(db, `SELECT COUNT(*) AS n ${from}`).get(...q.params) as { n: number }).n;
   if (q.limit === 0 || q.offset >= totalCount) return { rows: [], totalCount };
-  const rows = prepare(db, `SELECT e.* ${from} ORDER BY ${q.orderBy} LIMIT ? OFFSET ?`).all(
-    ...q.params,
-    q.limit < 0 ? -1 : q.limit,
-    q.offset,
-  ) as Array<Record<string, unknown>>;
+  const limit = q.limit < 0 ? -1 : q.limit;
+  const sql =
+    q.offset > 0 && limit > 0 && hasRowid(db, source)
+      ? `SELECT e.* FROM ${source} e WHERE e.rowid IN (SELECT e.rowid ${from} ORDER BY ${q.orderBy} LIMIT ? OFFSET ?) ORDER BY ${q.orderBy}`
+      : `SELECT e.* ${from} ORDER BY ${q.orderBy} LIMIT ? OFFSET ?`;
+  const rows = prepare(db, sql).all(...q.params, limit, q.offset) as Array<Record<string, unknown>>;
   return { rows, totalCount };
 }
 

@@ -36,7 +36,7 @@ export const identityResource = defineResource({
   table: 'identities',
   names: { create: 'identityCreate', update: 'identityUpdate', patch: 'identityPatch', detail: 'identityDetail' },
   fields: {
-    name: { schema: Type.String(), column: 'name', create: 'required', put: 'required', patch: true, filter: 'string' },
+    name: { schema: Type.String(), column: 'name', create: 'required', put: 'required', patch: true, filter: 'string', unique: true },
     type: { schema: IdentityType, read: false, column: 'type_id', create: 'required', put: 'required', patch: true },
     isAdmin: { schema: Type.Boolean(), column: 'is_admin', kind: 'bool', create: 'required', put: 'required', patch: true, filter: 'bool' },
     isDefaultAdmin: { schema: Type.Boolean(), column: 'is_default_admin', kind: 'bool', filter: 'bool' },
