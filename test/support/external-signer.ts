@@ -1,7 +1,7 @@
 /**
  * A test identity provider: an EC P-256 key pair with a self-signed certificate (for `certPem` signers), JWTs
  * signed with jose, and a JWKS served over plain HTTP on loopback (for `jwksEndpoint` signers). Also a helper
- * that stores an auth policy directly, since auth policy management is not part of the API yet.
+ * that stores an auth policy directly in the store (a shortcut for test setup; `/auth-policies` manages them over the API).
  */
 import { createServer, type Server } from 'node:http';
 import { randomUUID, webcrypto } from 'node:crypto';
