@@ -13,6 +13,7 @@ import { startController } from './controller.ts';
 import { printAdminCredentials } from './cluster/messages.ts';
 import { runPrimary } from './cluster/primary.ts';
 import { runWorker } from './cluster/worker.ts';
+import { stopOnSignals } from './cluster/shutdown.ts';
 
 function readConfig(): Config {
   try {
@@ -30,21 +31,7 @@ async function single(config: Config): Promise<void> {
     { address: config.address, port: controller.port, dataDir: config.dataDir },
     `Portcullis ready on https://${config.advertise}:${controller.port}`,
   );
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    controller.app.log.info({ signal }, 'shutting down');
-    controller
-      .stop()
-      .then(() => process.exit(0))
-      .catch((err) => {
-        console.error(err);
-        process.exit(1);
-      });
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  stopOnSignals(controller, (signal) => controller.app.log.info({ signal }, 'shutting down'));
 }
 
 async function main(): Promise<void> {

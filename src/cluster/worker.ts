@@ -8,26 +8,13 @@ import cluster from 'node:cluster';
 import type { Config } from '../config.ts';
 import { startController } from '../controller.ts';
 import { newOrigin } from './change-feed.ts';
+import { stopOnSignals } from './shutdown.ts';
 
 export async function runWorker(config: Config): Promise<void> {
   const worker = cluster.worker!;
   const origin = newOrigin();
   const controller = await startController(config, { firstStart: false, workerId: String(worker.id), origin });
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    controller.app.log.debug({ signal, worker: worker.id }, 'worker shutting down');
-    controller
-      .stop()
-      .then(() => process.exit(0))
-      .catch((err) => {
-        console.error(err);
-        process.exit(1);
-      });
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  const shutdown = stopOnSignals(controller, (signal) => controller.app.log.debug({ signal, worker: worker.id }, 'worker shutting down'));
   worker.on('disconnect', () => shutdown('primary gone'));
   worker.on('message', (message: { type?: string; workers?: number }) => {
     if (message?.type !== 'announce') return;

@@ -167,3 +167,8 @@ export function defineResource(spec: ResourceSpec): Resource {
 export function roleAttributesField(): FieldSpec {
   return { schema: Attributes, read: AttributesRead, column: 'role_attributes', kind: 'json', create: 'optional', put: 'optional', patch: true, default: [] };
 }
+
+/** The unique, required, filterable `name` most records declare the same way. */
+export function nameField(): FieldSpec {
+  return { schema: Type.String(), column: 'name', create: 'required', put: 'required', patch: true, filter: 'string' };
+}

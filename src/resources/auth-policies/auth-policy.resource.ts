@@ -8,7 +8,7 @@
  * as an array, and leaves out an unset `requireExtJwtSigner` (model.md §3.12).
  */
 import { Type, type TSchema } from '@sinclair/typebox';
-import { defineResource } from '../define-resource.ts';
+import { defineResource, nameField } from '../define-resource.ts';
 import { Nullable, TagsNullable } from '../common.schema.ts';
 
 const PrimarySettings = Type.Object({
@@ -49,7 +49,7 @@ export const authPolicyResource = defineResource({
   table: 'auth_policies',
   names: { create: 'authPolicyCreate', update: 'authPolicyUpdate', patch: 'authPolicyPatch', detail: 'authPolicyDetail' },
   fields: {
-    name: { schema: Type.String(), column: 'name', filter: 'string', create: 'required', put: 'required', patch: true },
+    name: nameField(),
     primary: { schema: PrimarySettings, column: 'primary_settings', kind: 'json', create: 'required', put: 'required', patch: true },
     secondary: { schema: SecondarySettings, column: 'secondary_settings', kind: 'json', create: 'required', put: 'required', patch: true },
   },

@@ -6,7 +6,7 @@
  * format. The `verify` link exists while unverified, the `jwt` link while auto enrollment is enabled.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
-import { defineResource } from '../define-resource.ts';
+import { defineResource, nameField } from '../define-resource.ts';
 import { Roles } from '../common.schema.ts';
 
 const nullableEnum = (values: string[]) => Type.Unsafe<string | null>({ type: ['string', 'null'], enum: [...values, null] });
@@ -44,7 +44,7 @@ export const caResource = defineResource({
   table: 'cas',
   names: { create: 'caCreate', update: 'caUpdate', patch: 'caPatch', detail: 'caDetail' },
   fields: {
-    name: { schema: Type.String(), column: 'name', create: 'required', put: 'required', patch: true, filter: 'string' },
+    name: nameField(),
     certPem: { schema: Type.String(), column: 'cert_pem', create: 'required' },
     fingerprint: { schema: Type.String(), column: 'fingerprint', filter: 'string' },
     isVerified: { schema: Type.Boolean(), column: 'is_verified', kind: 'bool', filter: 'bool' },

@@ -4,7 +4,7 @@
  * refused: it is stored as "no schema", as upstream's model mapper does (model.md §4.1).
  */
 import { Type } from '@sinclair/typebox';
-import { defineResource } from '../define-resource.ts';
+import { defineResource, nameField } from '../define-resource.ts';
 import { FreeObjectNullable } from '../common.schema.ts';
 
 /** Any JSON value on input; the service keeps it only when it is an object. */
@@ -17,7 +17,7 @@ export const configTypeResource = defineResource({
   table: 'config_types',
   names: { create: 'configTypeCreate', update: 'configTypeUpdate', patch: 'configTypePatch', detail: 'configTypeDetail' },
   fields: {
-    name: { schema: Type.String(), column: 'name', create: 'required', put: 'required', patch: true, filter: 'string' },
+    name: nameField(),
     schema: { schema: AnySchemaValue, read: FreeObjectNullable, column: 'schema', kind: 'json', create: 'optional', put: 'optional', patch: true, nullable: true, default: null },
   },
 });

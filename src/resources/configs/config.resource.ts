@@ -3,7 +3,7 @@
  * (`services.configs`) or to an identity's per-service overrides. The type is fixed at create.
  */
 import { Type } from '@sinclair/typebox';
-import { defineResource } from '../define-resource.ts';
+import { defineResource, nameField } from '../define-resource.ts';
 import { EntityRef, FreeObject } from '../common.schema.ts';
 
 /** Any JSON value on input: the service answers upstream's own error for a non-object. */
@@ -16,7 +16,7 @@ export const configResource = defineResource({
   table: 'configs',
   names: { create: 'configCreate', update: 'configUpdate', patch: 'configPatch', detail: 'configDetail' },
   fields: {
-    name: { schema: Type.String(), column: 'name', create: 'required', put: 'required', patch: true, filter: 'string' },
+    name: nameField(),
     configTypeId: { schema: Type.String(), column: 'config_type_id', create: 'required', filter: 'string' },
     data: { schema: AnyValue, read: FreeObject, column: 'data', kind: 'json', create: 'required', put: 'required', patch: true },
   },

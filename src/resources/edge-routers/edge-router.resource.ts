@@ -5,7 +5,7 @@
  * fields are filled in by the service while the router is unverified.
  */
 import { Type } from '@sinclair/typebox';
-import { defineResource, roleAttributesField } from '../define-resource.ts';
+import { defineResource, roleAttributesField, nameField } from '../define-resource.ts';
 import { Attributes, FreeObject, Nullable, TerminatorCost } from '../common.schema.ts';
 
 /** appData holds scalar values only (upstream refuses nested maps and lists for edge routers). */
@@ -45,7 +45,7 @@ export const edgeRouterResource = defineResource({
   table: 'routers',
   names: { create: 'edgeRouterCreate', update: 'edgeRouterUpdate', patch: 'edgeRouterPatch', detail: 'edgeRouterDetail' },
   fields: {
-    name: { schema: Type.String(), column: 'name', create: 'required', put: 'required', patch: true, filter: 'string' },
+    name: nameField(),
     isEdge: { schema: Type.Boolean(), read: false, column: 'is_edge', kind: 'bool' },
     isTunnelerEnabled: {
       schema: Type.Boolean(), column: 'is_tunneler_enabled', kind: 'bool', create: 'optional', put: 'optional', patch: true, default: false, filter: 'bool',

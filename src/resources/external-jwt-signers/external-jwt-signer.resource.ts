@@ -5,7 +5,7 @@
  * name and validity are computed for the read model.
  */
 import { Type } from '@sinclair/typebox';
-import { defineResource } from '../define-resource.ts';
+import { defineResource, nameField } from '../define-resource.ts';
 import { baseEntityProperties, Nullable } from '../common.schema.ts';
 
 const NullableString = Nullable(Type.String());
@@ -25,7 +25,7 @@ export const externalJwtSignerResource = defineResource({
     detail: 'externalJwtSignerDetail',
   },
   fields: {
-    name: { schema: Type.String(), column: 'name', create: 'required', put: 'required', patch: true, filter: 'string' },
+    name: nameField(),
     issuer: { schema: Type.String(), column: 'issuer', create: 'required', put: 'required', patch: true, filter: 'string' },
     audience: {
       schema: Type.String(), read: NullableString, column: 'audience', create: 'required', put: 'required', patch: true,

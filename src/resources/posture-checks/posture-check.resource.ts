@@ -5,7 +5,7 @@
  * ones the type requires.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
-import { defineResource, roleAttributesField, type FieldSpec } from '../define-resource.ts';
+import { defineResource, roleAttributesField, type FieldSpec, nameField } from '../define-resource.ts';
 import { FreeObject, Nullable, Semantic } from '../common.schema.ts';
 
 export const postureCheckTypeIds = ['OS', 'PROCESS', 'DOMAIN', 'MAC', 'MFA', 'PROCESS_MULTI'] as const;
@@ -60,7 +60,7 @@ export const postureCheckResource = defineResource({
   table: 'posture_checks',
   names: { create: 'postureCheckCreate', update: 'postureCheckUpdate', patch: 'postureCheckPatch', detail: 'postureCheckDetail' },
   fields: {
-    name: { schema: Type.String(), column: 'name', create: 'required', put: 'required', patch: true, filter: 'string' },
+    name: nameField(),
     typeId: { schema: PostureCheckTypeId, read: Type.String(), column: 'type_id', create: 'required', put: 'optional', patch: true, filter: 'string' },
     version: { schema: Type.Integer(), column: 'version', kind: 'int', filter: 'int' },
     roleAttributes: roleAttributesField(),

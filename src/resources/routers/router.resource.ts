@@ -4,7 +4,7 @@
  * paths, as upstream's shared handlers do.
  */
 import { Type } from '@sinclair/typebox';
-import { defineResource } from '../define-resource.ts';
+import { defineResource, nameField } from '../define-resource.ts';
 import { Nullable, TerminatorCost } from '../common.schema.ts';
 import { CtrlChanListeners, NullInterfaces } from '../edge-routers/edge-router.resource.ts';
 
@@ -18,7 +18,7 @@ export const routerResource = defineResource({
   table: 'routers',
   names: { create: 'routerCreate', update: 'routerUpdate', patch: 'routerPatch', detail: 'routerDetail' },
   fields: {
-    name: { schema: Type.String(), column: 'name', create: 'required', put: 'required', patch: true, filter: 'string' },
+    name: nameField(),
     isEdge: { schema: Type.Boolean(), read: false, column: 'is_edge', kind: 'bool' },
     cost: { schema: TerminatorCost, column: 'cost', kind: 'int', create: 'optional', put: 'optional', patch: true, nullable: true, default: 0, filter: 'int' },
     noTraversal: { schema: Type.Boolean(), column: 'no_traversal', kind: 'bool', create: 'optional', put: 'optional', patch: true, nullable: true, default: false, filter: 'bool' },

@@ -4,7 +4,7 @@
  * `postureQueries` (model.md §2.3/§2.4).
  */
 import { Type } from '@sinclair/typebox';
-import { defineResource } from '../define-resource.ts';
+import { defineResource, nameField } from '../define-resource.ts';
 import { Attributes, Roles } from '../common.schema.ts';
 
 export const terminatorStrategies = ['smartrouting', 'weighted', 'random', 'sticky'] as const;
@@ -59,7 +59,7 @@ export const serviceResource = defineResource({
   table: 'services',
   names: { create: 'serviceCreate', update: 'serviceUpdate', patch: 'servicePatch', detail: 'serviceDetail' },
   fields: {
-    name: { schema: Type.String(), column: 'name', create: 'required', put: 'required', patch: true, filter: 'string' },
+    name: nameField(),
     terminatorStrategy: { schema: Type.String(), column: 'terminator_strategy', create: 'optional', put: 'optional', patch: true, default: '', filter: 'string' },
     // Settable only at create (seed contract): put and patch accept it and the service drops it.
     encryptionRequired: { schema: Type.Boolean(), column: 'encryption_required', kind: 'bool', create: 'required', put: 'optional', patch: true, filter: 'bool' },
