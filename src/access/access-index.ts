@@ -164,6 +164,75 @@ class MemberView implements ReadonlySet<string> {
   }
 }
 
+interface LinkingPolicy {
+  id: string;
+  type: PolicyType;
+  services: Bitset;
+}
+
+/** How many derived answers (per identity or service) are kept between two index changes. */
+const MAX_DERIVED = 8192;
+
+/** One identity's service policies (see `AccessIndex.identityServices`). */
+export class IdentityServices {
+  private memoKey: object | undefined;
+  private memoValue: unknown;
+
+  constructor(
+    private readonly space: EntitySpace,
+    private readonly policies: readonly LinkingPolicy[],
+  ) {}
+
+  /** Ids of the policies (of one type, or either) that link the identity to the service, in policy order. */
+  linking(serviceId: string, type?: PolicyType): string[] {
+    const out: string[] = [];
+    const slot = this.space.slotOf.get(serviceId);
+    if (slot === undefined) return out;
+    for (const p of this.policies) if ((!type || p.type === type) && p.services.has(slot)) out.push(p.id);
+    return out;
+  }
+
+  permissions(serviceId: string): { dial: boolean; bind: boolean } {
+    const result = { dial: false, bind: false };
+    const slot = this.space.slotOf.get(serviceId);
+    if (slot === undefined) return result;
+    for (const p of this.policies) {
+      if (!p.services.has(slot)) continue;
+      if (p.type === 'Bind') result.bind = true;
+      else result.dial = true;
+    }
+    return result;
+  }
+
+  /**
+   * A value derived from this answer and `key` (an immutable object, e.g. a catalogue state), computed once while
+   * both stay current; one key is kept.
+   */
+  memo<T>(key: object, make: () => T): T {
+    if (this.memoKey !== key) {
+      this.memoValue = make();
+      this.memoKey = key;
+    }
+    return this.memoValue as T;
+  }
+
+  /** Calls `fn` with the id of every service the identity may dial or bind (each once, in slot order). */
+  forEachService(fn: (serviceId: string) => void): void {
+    let words = new Uint32Array(0);
+    for (const p of this.policies) {
+      const src = p.services.words;
+      if (src.length > words.length) {
+        const grown = new Uint32Array(src.length);
+        grown.set(words);
+        words = grown;
+      }
+      for (let i = 0; i < src.length; i++) words[i] |= src[i];
+    }
+    const ids = this.space.ids;
+    forEachBit(words, (slot) => fn(ids[slot]!));
+  }
+}
+
 /** The role list of `kind` a policy kind has, if any (each policy kind selects each entity kind at most once). */
 function fieldFor(policyKind: PolicyKind, kind: EntityKind): RoleField | undefined {
   return policyRoleFields[policyKind].find((f) => roleFieldKind[f] === kind);
@@ -177,6 +246,11 @@ export class AccessIndex {
     postureCheck: newSpace(),
   };
   private readonly policies = new Map<string, PolicyState>();
+  /** Bumped by every change to the index; answers derived from it are current while it is unchanged. */
+  private changes = 0;
+  /** Answers kept since the last change (`identityServices`, `edgeRouterSet`), by key; dropped at the next change. */
+  private readonly derived = new Map<string, unknown>();
+  private derivedAt = 0;
   private readonly policiesByKind: Record<PolicyKind, Map<string, PolicyState>> = {
     servicePolicy: new Map(),
     edgeRouterPolicy: new Map(),
@@ -187,6 +261,7 @@ export class AccessIndex {
 
   /** Creates or updates an entity's role attributes and re-evaluates it against every policy. */
   setEntity(kind: EntityKind, id: string, attributes: readonly string[]): AccessChange {
+    this.changes++;
     const space = this.spaces[kind];
     let slot = space.slotOf.get(id);
     if (slot === undefined) {
@@ -233,6 +308,7 @@ export class AccessIndex {
 
   /** Removes an entity: from every policy's members and from every policy's `@id` roles. */
   removeEntity(kind: EntityKind, id: string): AccessChange {
+    this.changes++;
     const space = this.spaces[kind];
     const change: AccessChange = { affectedIdentities: new Set() };
     const slot = space.slotOf.get(id);
@@ -272,6 +348,7 @@ export class AccessIndex {
   }
 
   removePolicy(id: string): AccessChange {
+    this.changes++;
     const previous = this.policies.get(id);
     if (!previous) return { affectedIdentities: new Set() };
     this.policies.delete(id);
@@ -280,6 +357,7 @@ export class AccessIndex {
   }
 
   private putPolicy(input: PolicyInput, previous: PolicyState | undefined): PolicyState {
+    this.changes++;
     const state: PolicyState = {
       id: input.id,
       kind: input.kind,
@@ -403,6 +481,47 @@ export class AccessIndex {
       if (policy.members.get('identityRoles')!.has(identitySlot) && policy.members.get('serviceRoles')!.has(serviceSlot)) out.push(policy.id);
     }
     return out;
+  }
+
+  /**
+   * The service policies that include the identity, taken once: answers permissions, linking policies and
+   * visibility for many services of one identity (a page of the service list) without walking every policy per
+   * service. Kept for the identities asked since the index last changed; valid until the next change.
+   */
+  identityServices(identityId: string): IdentityServices {
+    return this.kept(`identity:${identityId}`, () => this.buildIdentityServices(identityId));
+  }
+
+  /**
+   * The edge routers an identity may use (`identity`, by edge router policies) or that may carry a service
+   * (`service`, by service edge router policies), kept like `identityServices`.
+   */
+  edgeRouterSet(kind: 'identity' | 'service', id: string): ReadonlySet<string> {
+    return this.kept(`routers:${kind}:${id}`, () => (kind === 'identity' ? this.edgeRoutersOfIdentity(id) : this.edgeRoutersOfService(id)));
+  }
+
+  /** A derived answer, computed once while the index is unchanged (a bounded number are kept). */
+  private kept<T>(key: string, make: () => T): T {
+    if (this.derivedAt !== this.changes) {
+      this.derived.clear();
+      this.derivedAt = this.changes;
+    }
+    if (this.derived.has(key)) return this.derived.get(key) as T;
+    if (this.derived.size >= MAX_DERIVED) this.derived.clear();
+    const value = make();
+    this.derived.set(key, value);
+    return value;
+  }
+
+  private buildIdentityServices(identityId: string): IdentityServices {
+    const slot = this.spaces.identity.slotOf.get(identityId);
+    const policies: LinkingPolicy[] = [];
+    if (slot !== undefined) {
+      for (const policy of this.policiesByKind.servicePolicy.values()) {
+        if (policy.members.get('identityRoles')!.has(slot)) policies.push({ id: policy.id, type: policy.type ?? 'Dial', services: policy.members.get('serviceRoles')! });
+      }
+    }
+    return new IdentityServices(this.spaces.service, policies);
   }
 
   // ---- internals ---------------------------------------------------------------------------------

@@ -220,6 +220,7 @@ function compare(ix: AccessIndex, m: Model, context: string): void {
     }
     const routers = m.reach('edgeRouterPolicy', 'identityRoles', i, 'edgeRouterRoles');
     assert.deepEqual(sorted(ix.edgeRoutersOfIdentity(i)), routers, `${context} edgeRoutersOfIdentity ${i}`);
+    assert.deepEqual(sorted(ix.edgeRouterSet('identity', i)), routers, `${context} edgeRouterSet identity ${i}`);
     for (const s of ids('service')) {
       const serviceRouters = new Set(m.reach('serviceEdgeRouterPolicy', 'serviceRoles', s, 'edgeRouterRoles'));
       assert.deepEqual(sorted(ix.edgeRoutersFor(i, s)), routers.filter((r) => serviceRouters.has(r)), `${context} edgeRoutersFor ${i} ${s}`);
@@ -228,7 +229,16 @@ function compare(ix: AccessIndex, m: Model, context: string): void {
         bind: m.reach('servicePolicy', 'identityRoles', i, 'serviceRoles', 'Bind').includes(s),
       };
       assert.deepEqual(ix.permissions(i, s), expected, `${context} permissions ${i} ${s}`);
+      // The per-identity answer (kept between index changes) agrees with the model too.
+      assert.deepEqual(ix.identityServices(i).permissions(s), expected, `${context} identityServices.permissions ${i} ${s}`);
+      const linking = [...m.policies.values()]
+        .filter((p) => p.kind === 'servicePolicy' && m.matches(p, 'identityRoles', i) && m.members(p, 'serviceRoles').includes(s))
+        .map((p) => p.id);
+      assert.deepEqual(sorted(ix.identityServices(i).linking(s)), sorted(linking), `${context} identityServices.linking ${i} ${s}`);
     }
+    const seen: string[] = [];
+    ix.identityServices(i).forEachService((s) => seen.push(s));
+    assert.deepEqual(sorted(seen), m.reach('servicePolicy', 'identityRoles', i, 'serviceRoles'), `${context} identityServices.forEachService ${i}`);
   }
   for (const s of ids('service')) {
     assert.deepEqual(sorted(ix.identitiesOfService(s)), m.reach('servicePolicy', 'serviceRoles', s, 'identityRoles'), `${context} identitiesOfService ${s}`);
@@ -236,6 +246,7 @@ function compare(ix: AccessIndex, m: Model, context: string): void {
       assert.deepEqual(sorted(ix.identitiesOfService(s, t)), m.reach('servicePolicy', 'serviceRoles', s, 'identityRoles', t), `${context} identitiesOfService ${s} ${t}`);
     }
     assert.deepEqual(sorted(ix.edgeRoutersOfService(s)), m.reach('serviceEdgeRouterPolicy', 'serviceRoles', s, 'edgeRouterRoles'), `${context} edgeRoutersOfService ${s}`);
+    assert.deepEqual(sorted(ix.edgeRouterSet('service', s)), m.reach('serviceEdgeRouterPolicy', 'serviceRoles', s, 'edgeRouterRoles'), `${context} edgeRouterSet service ${s}`);
     assert.deepEqual(sorted(ix.postureChecksOfService(s)), m.reach('servicePolicy', 'serviceRoles', s, 'postureCheckRoles'), `${context} postureChecksOfService ${s}`);
   }
   for (const r of ids('edgeRouter')) {
