@@ -113,7 +113,7 @@ export function createPostureEvaluator(deps: PostureEvaluatorDeps) {
     ctx: { data?: PostureData; load?: (id: string) => PostureCheckDef | undefined } = {},
   ): { passed: boolean; passing: string[]; results: PolicyResult[]; data?: PostureData } {
     if (!anyChecks()) return { passed: true, passing: [], results: [] };
-    const linking = access.index.linkingServicePolicies(identityId, serviceId, type).sort();
+    const linking = access.index.identityServices(identityId).linking(serviceId, type).sort();
     if (linking.length === 0) return { passed: true, passing: [], results: [] };
     const data = ctx.data ?? loadPostureData(db, identityId);
     const results = evaluatePolicies(linking, data, apiSessionId, ctx.load ?? checkLoader(), clock.now().getTime());
@@ -173,7 +173,8 @@ export function createPostureEvaluator(deps: PostureEvaluatorDeps) {
    * Renders `postureQueries` for services of one caller: data and checks are loaded once per context.
    * Without an API session (management views) MFA checks are evaluated as not passed.
    */
-  function queryContext(identityId: string, apiSessionId: string | undefined) {
+  /** `linking` answers the service policies linking the identity to a service (default: ask the index). */
+  function queryContext(identityId: string, apiSessionId: string | undefined, linking?: (serviceId: string) => readonly string[]) {
     const checksExist = anyChecks();
     let data: PostureData | undefined;
     const load = checkLoader();
@@ -215,7 +216,7 @@ export function createPostureEvaluator(deps: PostureEvaluatorDeps) {
     return (serviceId: string, permissions: readonly string[] | null): unknown[] => {
       const entries: Array<Record<string, unknown>> = [];
       if (checksExist) {
-        const policies = [...access.index.linkingServicePolicies(identityId, serviceId)].sort();
+        const policies = [...(linking ? linking(serviceId) : access.index.linkingServicePolicies(identityId, serviceId))].sort();
         if (policies.length > 0) data ??= loadPostureData(db, identityId);
         for (const policyId of policies) {
           const queries: unknown[] = [];

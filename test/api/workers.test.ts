@@ -157,6 +157,51 @@ describe('two workers', () => {
     assert.ok(pairs.some(([w, r]) => w !== r));
   });
 
+  it('the default-order service list sees service, config and config type writes made through any worker', async () => {
+    const tag = uniqueName('cat').replace(/[^a-z0-9-]/gi, '');
+    const user = await clientUser([`${tag}-team`]);
+    await created('/service-policies', { name: `${tag}-sp`, type: 'Dial', semantic: 'AnyOf', identityRoles: [`#${tag}-team`], serviceRoles: [`#${tag}-app`] });
+    const type = await created('/config-types', { name: `${tag}-type` });
+    const config = await created('/configs', { name: `${tag}-cfg`, configTypeId: type.id, data: { round: -1 } });
+    // No filter, no sort: the page comes from each worker's service catalogue.
+    async function page(): Promise<{ services: Array<{ id: string; name: string; config: Record<string, unknown> }>; worker: string }> {
+      const res = await user.client.get('/services?limit=500&configTypes=all');
+      assert.equal(res.status, 200, res.text);
+      assertMatchesReference('client', 'GET', '/services', 200, res.body, { allowNullAt: ['/data/*/configs', '/data/*/roleAttributes'] });
+      return { services: res.body.data, worker: workerOf(res) };
+    }
+    const ids: string[] = [];
+    for (let round = 0; round < 6; round++) {
+      const svc = await created('/services', { name: `${tag}-svc-${round}`, encryptionRequired: true, roleAttributes: [`${tag}-app`], configs: [config.id] });
+      ids.push(svc.id);
+      let read = await page();
+      assert.deepEqual(read.services.map((s) => s.id), [...ids].sort(), `round ${round}: new service`);
+      note(svc.worker, read.worker);
+      const data = await mgmt.patch(`/configs/${config.id}`, { data: { round } });
+      assert.equal(data.status, 200, data.text);
+      read = await page();
+      const typeName = round === 0 ? `${tag}-type` : `${tag}-type-${round - 1}`;
+      for (const s of read.services) assert.deepEqual(s.config, { [typeName]: { round } }, `round ${round}: config data`);
+      note(workerOf(data), read.worker);
+      const renamed = await mgmt.patch(`/config-types/${type.id}`, { name: `${tag}-type-${round}` });
+      assert.equal(renamed.status, 200, renamed.text);
+      read = await page();
+      for (const s of read.services) assert.deepEqual(s.config, { [`${tag}-type-${round}`]: { round } }, `round ${round}: type name`);
+      note(workerOf(renamed), read.worker);
+      const name = await mgmt.patch(`/services/${svc.id}`, { name: `${tag}-renamed-${round}` });
+      assert.equal(name.status, 200, name.text);
+      read = await page();
+      assert.equal(read.services.find((s) => s.id === svc.id)?.name, `${tag}-renamed-${round}`, `round ${round}: service name`);
+      note(workerOf(name), read.worker);
+    }
+    const gone = await mgmt.delete(`/services/${ids[0]}`);
+    assert.equal(gone.status, 200, gone.text);
+    const read = await page();
+    assert.deepEqual(read.services.map((s) => s.id), ids.slice(1).sort());
+    note(workerOf(gone), read.worker);
+    assert.ok(pairs.some(([w, r]) => w !== r));
+  });
+
   it('shares database operations through the store: one integrity run, one snapshot per minute', async () => {
     const first = await mgmt.post('/database/check-data-integrity');
     assert.equal(first.status, 202, first.text);

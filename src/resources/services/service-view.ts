@@ -13,6 +13,9 @@ import type { AccessService } from '../../access/access.service.ts';
 import type { Clock } from '../entity-service.ts';
 import { serviceResource } from './service.resource.ts';
 import { createPostureEvaluator } from '../../posture/posture-evaluator.ts';
+import { createServiceCatalog, type CatalogService, type ServiceCatalogState } from './service-catalog.ts';
+import type { Page } from '../entity-service.ts';
+import { MAX_INT64_TEXT } from '../../query/index.ts';
 
 /** Config types asked for: every type, or a set of type ids. */
 export type WantedTypes = 'all' | ReadonlySet<string>;
@@ -34,6 +37,13 @@ export function sessionWantedTypes(stored: readonly string[]): WantedTypes {
   return stored.includes('all') ? 'all' : new Set(stored);
 }
 
+/** A page taken from one catalogue state. */
+export interface CatalogPage {
+  catalog: ServiceCatalogState;
+  entries: CatalogService[];
+  totalCount: number;
+}
+
 export interface ServiceViewOptions {
   /** Identity whose permissions and posture queries are shown. */
   identityId: string;
@@ -49,108 +59,155 @@ export interface ServiceViewOptions {
 
 export function createServiceViews(db: Db, access: AccessService, clock: Clock) {
   const posture = createPostureEvaluator({ db, access, clock });
-  function permissionsOf(identityId: string, serviceId: string): string[] {
-    const p = access.index.permissions(identityId, serviceId);
+  const services = createServiceCatalog(db);
+  function permissionNames(p: { dial: boolean; bind: boolean }): string[] {
     const out: string[] = [];
     if (p.bind) out.push('Bind');
     if (p.dial) out.push('Dial');
     return out.length ? out : ['Invalid'];
   }
-
-  /**
-   * Parsed config data by config id, reused while the stored text is unchanged (the text is read on every
-   * call, so a write by any process is seen at once; the cache only saves the parse).
-   */
-  const parsedConfigs = new Map<string, { text: string; value: unknown }>();
-  const MAX_PARSED_CONFIGS = 10_000;
-  function parsedConfig(id: string, text: string): unknown {
-    const hit = parsedConfigs.get(id);
-    if (hit && hit.text === text) return hit.value;
-    if (parsedConfigs.size >= MAX_PARSED_CONFIGS) parsedConfigs.clear();
-    const value = JSON.parse(text) as unknown;
-    parsedConfigs.set(id, { text, value });
-    return value;
+  function permissionsOf(identityId: string, serviceId: string): string[] {
+    return permissionNames(access.index.permissions(identityId, serviceId));
   }
 
   /**
-   * The configs one page needs, read with three queries for the whole page: the services' configs, the
-   * identity's overrides for those services (in key order, as per pair before) and the type names.
+   * The identity's overrides for the page's services (in key order, as stored per pair), with the values
+   * taken from the catalogue.
    */
-  function pageConfigs(identityId: string, items: readonly Values[]) {
-    const configIds = new Set<string>();
-    const serviceIds: string[] = [];
-    for (const values of items) {
-      serviceIds.push(values.id as string);
-      for (const id of (values.configs as string[] | null) ?? []) configIds.add(id);
-    }
-    const configs = new Map<string, { typeId: string; value: unknown }>();
-    if (configIds.size > 0) {
-      const rows = prepare(db, 'SELECT id, config_type_id, data FROM configs WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify([...configIds])) as Array<{
-        id: string;
-        config_type_id: string;
-        data: string;
-      }>;
-      for (const r of rows) configs.set(r.id, { typeId: r.config_type_id, value: parsedConfig(r.id, r.data) });
-    }
+  function pageOverrides(catalog: ServiceCatalogState, identityId: string, items: readonly Values[]) {
     const overrides = new Map<string, Array<{ typeId: string; value: unknown }>>();
-    const overrideRows = prepare(
-      db,
-      `SELECT o.service_id, o.config_type_id, o.config_id, c.data FROM identity_service_configs o JOIN configs c ON c.id = o.config_id
-       WHERE o.identity_id = ? AND o.service_id IN (SELECT value FROM json_each(?)) ORDER BY o.service_id, o.config_type_id`,
-    ).all(identityId, JSON.stringify(serviceIds)) as Array<{ service_id: string; config_type_id: string; config_id: string; data: string }>;
-    for (const o of overrideRows) {
+    const rows = prepare(db, 'SELECT service_id, config_type_id, config_id FROM identity_service_configs WHERE identity_id = ? ORDER BY service_id, config_type_id').all(identityId) as Array<{
+      service_id: string;
+      config_type_id: string;
+      config_id: string;
+    }>;
+    if (rows.length === 0) return overrides;
+    const onPage = new Set(items.map((v) => v.id as string));
+    for (const o of rows) {
+      const config = catalog.configs.get(o.config_id);
+      if (!config || !onPage.has(o.service_id)) continue;
       let list = overrides.get(o.service_id);
       if (!list) overrides.set(o.service_id, (list = []));
-      list.push({ typeId: o.config_type_id, value: parsedConfig(o.config_id, o.data) });
+      list.push({ typeId: o.config_type_id, value: config.value });
     }
-    const typeIds = new Set<string>();
-    for (const c of configs.values()) typeIds.add(c.typeId);
-    for (const list of overrides.values()) for (const o of list) typeIds.add(o.typeId);
-    const typeNames = new Map<string, string>();
-    if (typeIds.size > 0) {
-      const rows = prepare(db, 'SELECT id, name FROM config_types WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify([...typeIds])) as Array<{ id: string; name: string }>;
-      for (const r of rows) typeNames.set(r.id, r.name);
-    }
-    return { configs, overrides, typeNames };
+    return overrides;
   }
 
-  function configMap(page: ReturnType<typeof pageConfigs>, serviceId: string, configIds: readonly string[], wanted: WantedTypes): Record<string, unknown> {
+  function configMap(
+    catalog: ServiceCatalogState,
+    overrides: ReadonlyMap<string, Array<{ typeId: string; value: unknown }>>,
+    serviceId: string,
+    configIds: readonly string[],
+    wanted: WantedTypes,
+  ): Record<string, unknown> {
     const isWanted = (typeId: string) => wanted === 'all' || wanted.has(typeId);
     const byType = new Map<string, unknown>();
     for (const id of configIds) {
-      const c = page.configs.get(id);
+      const c = catalog.configs.get(id);
       if (c && isWanted(c.typeId)) byType.set(c.typeId, c.value);
     }
-    for (const o of page.overrides.get(serviceId) ?? []) if (isWanted(o.typeId)) byType.set(o.typeId, o.value);
+    for (const o of overrides.get(serviceId) ?? []) if (isWanted(o.typeId)) byType.set(o.typeId, o.value);
     const out: Record<string, unknown> = {};
-    for (const [typeId, data] of byType) out[page.typeNames.get(typeId) ?? typeId] = data;
+    for (const [typeId, data] of byType) out[catalog.typeNames.get(typeId) ?? typeId] = data;
     return out;
   }
 
-  /** Renders services for one caller view; posture existence is read once per call. */
-  function present(items: Values[], opts: ServiceViewOptions): Array<Record<string, unknown>> {
-    const postureQueries = posture.queryContext(opts.identityId, opts.apiSessionId);
+  /** The stored read model of a service: the catalogue's copy when `values` came from it, else built. */
+  function base(catalog: ServiceCatalogState, values: Values): Record<string, unknown> {
+    const position = catalog.positionOf.get(values.id as string);
+    const entry = position === undefined ? undefined : catalog.ordered[position];
+    if (entry && entry.values === values) return { ...entry.base };
+    const out = serviceResource.presentStored(values);
+    const attrs = values.roleAttributes as string[] | null;
+    const configs = values.configs as string[] | null;
+    out.roleAttributes = attrs && attrs.length ? attrs : null;
+    out.configs = configs && configs.length ? configs : null;
+    return out;
+  }
+
+  /** What rendering a page for one caller needs, read once per page. */
+  function callerContext(catalog: ServiceCatalogState, items: readonly Values[], opts: ServiceViewOptions) {
+    const mine = access.index.identityServices(opts.identityId);
     const wanted = opts.configTypes;
     const merging = wanted !== undefined && (wanted === 'all' || wanted.size > 0);
-    const page = merging ? pageConfigs(opts.identityId, items) : undefined;
+    const overrides = merging ? pageOverrides(catalog, opts.identityId, items) : undefined;
+    const postureQueries = posture.queryContext(opts.identityId, opts.apiSessionId, (serviceId) => mine.linking(serviceId));
+    return {
+      permissions: (id: string) => (opts.permissions ? permissionNames(mine.permissions(id)) : null),
+      /** The merged config map, or null / `{}` when none is wanted (`undefined`: the caller renders the empty form). */
+      config: (id: string, values: Values): Record<string, unknown> | null | undefined => {
+        if (wanted === undefined) return null;
+        if (!merging) return undefined;
+        return configMap(catalog, overrides!, id, (values.configs as string[] | null) ?? [], wanted);
+      },
+      postureQueries,
+    };
+  }
+
+  /** Renders services for one caller view; the identity's policies and posture data are read once per call. */
+  function present(items: Values[], opts: ServiceViewOptions): Array<Record<string, unknown>> {
+    const catalog = services.current();
+    const ctx = callerContext(catalog, items, opts);
     return items.map((values) => {
-      const out = serviceResource.presentStored(values);
+      const out = base(catalog, values);
       const id = values.id as string;
-      const attrs = values.roleAttributes as string[] | null;
-      const configs = values.configs as string[] | null;
-      out.roleAttributes = attrs && attrs.length ? attrs : null;
-      out.configs = configs && configs.length ? configs : null;
-      const permissions = opts.permissions ? permissionsOf(opts.identityId, id) : null;
+      const permissions = ctx.permissions(id);
       out.permissions = permissions;
-      if (opts.configTypes === undefined) out.config = null;
-      else if (opts.configTypes !== 'all' && opts.configTypes.size === 0) out.config = opts.emptyConfig === 'object' ? {} : null;
-      else out.config = configMap(page!, id, configs ?? [], opts.configTypes);
-      out.postureQueries = postureQueries(id, permissions);
+      const config = ctx.config(id, values);
+      out.config = config === undefined ? (opts.emptyConfig === 'object' ? {} : null) : config;
+      out.postureQueries = ctx.postureQueries(id, permissions);
       return out;
     });
   }
 
-  return { present, permissionsOf };
+  /**
+   * `{data, meta}` of a list page as JSON text, for items taken from the catalogue (`defaultPage`): the same
+   * document `present` and the route's response serializer make (a test holds the two paths equal), built from
+   * each service's stored JSON plus its per-caller fields, without copying or re-serializing the stored part.
+   */
+  function presentPageJson(page: CatalogPage, opts: ServiceViewOptions, paging: Page, filterableFieldsJson: string): string {
+    const { catalog, entries } = page;
+    const ctx = callerContext(catalog, entries.map((e) => e.values), opts);
+    const emptyConfig = opts.emptyConfig === 'object' ? '{}' : 'null';
+    const parts: string[] = [];
+    for (const { values, jsonHead } of entries) {
+      const id = values.id as string;
+      const permissions = ctx.permissions(id);
+      const config = ctx.config(id, values);
+      const configJson = config === undefined ? emptyConfig : JSON.stringify(config);
+      parts.push(`${jsonHead},"permissions":${JSON.stringify(permissions)},"config":${configJson},"postureQueries":${JSON.stringify(ctx.postureQueries(id, permissions))}}`);
+    }
+    const limit = paging.unlimited ? MAX_INT64_TEXT : String(paging.limit);
+    return `{"data":[${parts.join(',')}],"meta":{${filterableFieldsJson ? `"filterableFields":${filterableFieldsJson},` : ''}"pagination":{"limit":${limit},"offset":${paging.offset},"totalCount":${paging.totalCount}}}}`;
+  }
+
+  /**
+   * One page of the services an identity may dial or bind (every service for `all`), in the list's default order
+   * (id ascending), from the catalogue: the same page and count as the store's `ORDER BY id LIMIT/OFFSET`.
+   */
+  function defaultPage(identityId: string | 'all', limit: number, offset: number): CatalogPage {
+    const catalog = services.current();
+    let positions: Int32Array;
+    if (identityId === 'all') {
+      positions = catalog.allPositions;
+    } else {
+      const mine = access.index.identityServices(identityId);
+      positions = mine.memo(catalog, () => {
+        const found: number[] = [];
+        mine.forEachService((serviceId) => {
+          const p = catalog.positionOf.get(serviceId);
+          if (p !== undefined) found.push(p);
+        });
+        return Int32Array.from(found).sort();
+      });
+    }
+    const end = limit < 0 ? positions.length : Math.min(positions.length, offset + limit);
+    const entries: CatalogService[] = [];
+    for (let i = offset; i < end; i++) entries.push(catalog.ordered[positions[i]!]!);
+    return { catalog, entries, totalCount: positions.length };
+  }
+
+  return { present, presentPageJson, permissionsOf, defaultPage };
 }
 
 export type ServiceViews = ReturnType<typeof createServiceViews>;

@@ -13,6 +13,8 @@ import { callerOf } from '../../http/caller.ts';
 import { isAdmin, type PermissionResource } from '../../auth/permissions.ts';
 import { idSetCondition } from '../../query/dialect.ts';
 import { prepare } from '../../store/entity-table.ts';
+import { compileListQuery } from '../../query/index.ts';
+import { filterableFields } from '../../query/symbols.ts';
 import type { Db } from '../../store/database.ts';
 import { notFound } from '../../errors.ts';
 import type { AccessService } from '../../access/access.service.ts';
@@ -180,6 +182,8 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
 
 /** The client API's service operations. */
 export function clientServiceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
+  const fields = filterableFields(serviceResource.symbols);
+  const serviceFilterableJson = fields.length ? JSON.stringify(fields) : '';
   const { db, access, services, views } = deps;
   const visible = (identity: IdentitySummary, serviceId: string) => {
     if (isAdmin(identity)) return true;
@@ -190,12 +194,20 @@ export function clientServiceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
     {
       method: 'GET', url: '/services', operationId: 'listServices', tag: 'Service', summary: 'List the services the caller may use',
       auth: 'session', querystring: ServiceListQuery, response: listResponse,
-      handler: (req) => {
+      handler: (req, reply) => {
         const caller = callerOf(req);
         const lr = listRequest(req);
-        const r = isAdmin(caller.identity) ? services.list(lr) : services.list(lr, idSetCondition('e.id', access.index.servicesOfIdentity(caller.identity.id)));
-        const items = views.present(r.items, { identityId: caller.identity.id, apiSessionId: caller.apiSession.id, permissions: true, configTypes: clientWanted(db, req), emptyConfig: 'object' });
-        return list(items, r.page, r.filterableFields);
+        const who = isAdmin(caller.identity) ? 'all' : caller.identity.id;
+        const opts: ServiceViewOptions = { identityId: caller.identity.id, apiSessionId: caller.apiSession.id, permissions: true, configTypes: clientWanted(db, req), emptyConfig: 'object' };
+        if (!lr.filter && !lr.sort && !hasRoleFilter(lr)) {
+          // The default order (what SDKs and tunnelers ask for) is paged and rendered from the service catalogue.
+          const q = compileListQuery(serviceResource.symbols, lr);
+          const page = views.defaultPage(who, q.limit, q.offset);
+          const json = views.presentPageJson(page, opts, { limit: q.limit, offset: q.offset, totalCount: page.totalCount, unlimited: q.unlimited }, serviceFilterableJson);
+          return reply.type('application/json; charset=utf-8').send(json);
+        }
+        const r = who === 'all' ? services.list(lr) : services.list(lr, idSetCondition('e.id', access.index.servicesOfIdentity(caller.identity.id)));
+        return list(views.present(r.items, opts), r.page, r.filterableFields);
       },
     },
     {

@@ -1,0 +1,79 @@
+/**
+ * Every service, decoded once per process, with the configs and config type names the service view merges:
+ * the client service list's default order (id ascending) is walked here instead of asking the store for the
+ * caller's id set, and a page is rendered without reading or decoding a service row.
+ *
+ * Current exactly while the change counters of `services`, `configs` and `config_types` (migration 0022) are
+ * unchanged: any write to them, by this process or another, rebuilds it at the next read.
+ */
+import type { Db } from '../../store/database.ts';
+import { decodeRow, prepare, type Values } from '../../store/entity-table.ts';
+import { tableVersions } from '../../store/table-versions.ts';
+import { serviceResource } from './service.resource.ts';
+
+export interface CatalogService {
+  values: Values;
+  /** The stored read model (links, fields, roleAttributes/configs as null when empty); copy before adding to it. */
+  base: Record<string, unknown>;
+  /** `base` as JSON text without its closing brace, for appending the per-caller fields. */
+  jsonHead: string;
+}
+
+export interface ServiceCatalogState {
+  /** Services in id order (the store's order for `ORDER BY id`). */
+  ordered: readonly CatalogService[];
+  /** 0 … ordered.length - 1 (every service, in order). */
+  allPositions: Int32Array;
+  /** Service id → index in `ordered`. */
+  positionOf: ReadonlyMap<string, number>;
+  configs: ReadonlyMap<string, { typeId: string; value: unknown }>;
+  typeNames: ReadonlyMap<string, string>;
+}
+
+export function createServiceCatalog(db: Db) {
+  const version = tableVersions(db, ['services', 'configs', 'config_types']);
+  let state: ServiceCatalogState | undefined;
+  let builtAt: string | undefined;
+
+  function build(): ServiceCatalogState {
+    const ordered: CatalogService[] = [];
+    const positionOf = new Map<string, number>();
+    for (const row of prepare(db, 'SELECT * FROM services ORDER BY id').all() as Array<Record<string, unknown>>) {
+      const values = decodeRow(serviceResource.decl, row);
+      const base = serviceResource.presentStored(values);
+      const attrs = values.roleAttributes as string[] | null;
+      const configs = values.configs as string[] | null;
+      base.roleAttributes = attrs && attrs.length ? attrs : null;
+      base.configs = configs && configs.length ? configs : null;
+      positionOf.set(values.id as string, ordered.length);
+      ordered.push({ values, base, jsonHead: JSON.stringify(base).slice(0, -1) });
+    }
+    const configs = new Map<string, { typeId: string; value: unknown }>();
+    for (const r of prepare(db, 'SELECT id, config_type_id, data FROM configs').all() as Array<{ id: string; config_type_id: string; data: string }>) {
+      configs.set(r.id, { typeId: r.config_type_id, value: JSON.parse(r.data) as unknown });
+    }
+    const typeNames = new Map<string, string>();
+    for (const r of prepare(db, 'SELECT id, name FROM config_types').all() as Array<{ id: string; name: string }>) typeNames.set(r.id, r.name);
+    return { ordered, allPositions: Int32Array.from(ordered.keys()), positionOf, configs, typeNames };
+  }
+
+  /** The catalogue as the store holds it now. */
+  function current(): ServiceCatalogState {
+    // Inside a write transaction the counters may be rolled back and reached again by other content: build
+    // a private copy and keep nothing.
+    if (db.inTransaction) return build();
+    const v = version();
+    if (state === undefined || builtAt !== v) {
+      // Read the counter and the rows in one read transaction, so the state is never newer than its counter.
+      db.transaction(() => {
+        builtAt = version();
+        state = build();
+      })();
+    }
+    return state!;
+  }
+
+  return { current };
+}
+
+export type ServiceCatalog = ReturnType<typeof createServiceCatalog>;
