@@ -24,6 +24,7 @@ import { isAdmin } from '../../auth/permissions.ts';
 import type { Clock, Page } from '../entity-service.ts';
 import { sessionSymbols } from './session.resource.ts';
 import { edgeRouterResource } from '../edge-routers/edge-router.resource.ts';
+import { createEdgeRouterCatalog } from './edge-router-catalog.ts';
 import { createPostureEvaluator, type PostureEvaluator } from '../../posture/posture-evaluator.ts';
 
 /** Upstream caps the edge routers of a session (and of a service's router list) at 25. */
@@ -95,7 +96,7 @@ function member(body: Record<string, unknown>, name: string): unknown {
 }
 
 /** commonEdgeRouterProperties of a `routers` row (never online: there is no data plane yet). */
-export function edgeRouterProperties(row: Record<string, unknown>): Record<string, unknown> {
+export function edgeRouterProperties(row: Readonly<Record<string, unknown>>): Record<string, unknown> {
   return {
     cost: row.cost as number,
     disabled: row.disabled === 1,
@@ -130,14 +131,29 @@ export function createSessionService(deps: SessionServiceDeps) {
     return row ? decode(row) : undefined;
   }
 
+  const edgeRouters = createEdgeRouterCatalog(db);
+
+  /** Whether some edge router is granted to the identity (edge router policies) and the service (service edge router policies). */
+  function anyEdgeRouterFor(identityId: string, serviceId: string): boolean {
+    const forService = access.index.edgeRouterSet('service', serviceId);
+    if (forService.size === 0) return false;
+    const forIdentity = access.index.edgeRouterSet('identity', identityId);
+    for (const id of forService) if (forIdentity.has(id)) return true;
+    return false;
+  }
+
   /** Rows of the edge routers the identity may use for the service (both policy kinds), by name, at most 25. */
-  function edgeRouterRows(identityId: string, serviceId: string): Array<Record<string, unknown>> {
-    const ids = access.index.edgeRoutersFor(identityId, serviceId);
-    if (ids.size === 0) return [];
-    const cond = idSetCondition('id', ids);
-    return prepare(db, `SELECT * FROM routers WHERE is_edge = 1 AND ${cond.sql} ORDER BY name, id LIMIT ${MAX_SESSION_EDGE_ROUTERS}`).all(
-      ...cond.params,
-    ) as Array<Record<string, unknown>>;
+  function edgeRouterRows(identityId: string, serviceId: string): Array<Readonly<Record<string, unknown>>> {
+    const forService = access.index.edgeRouterSet('service', serviceId);
+    if (forService.size === 0) return [];
+    const forIdentity = access.index.edgeRouterSet('identity', identityId);
+    const out: Array<Readonly<Record<string, unknown>>> = [];
+    for (const r of edgeRouters.current().byName) {
+      if (!forService.has(r.id) || !forIdentity.has(r.id)) continue;
+      out.push(r.row);
+      if (out.length === MAX_SESSION_EDGE_ROUTERS) break;
+    }
+    return out;
   }
 
   /** sessionEdgeRouter entries of a session: the common properties plus `urls`. */
@@ -205,7 +221,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     const serviceIdValue = member(body, 'serviceId');
     const serviceId = typeof serviceIdValue === 'string' ? serviceIdValue : '';
     const index = access.index;
-    const perms = index.hasEntity('service', serviceId) ? index.permissions(identityId, serviceId) : { dial: false, bind: false };
+    const perms = index.identityServices(identityId).permissions(serviceId);
     if (!perms.dial && !perms.bind) throw notFound('service', serviceId);
     const typeValue = member(body, 'type');
     const type = (typeof typeValue === 'string' ? typeValue : 'Dial') as PolicyType | 'Invalid';
@@ -214,7 +230,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       throw fieldError('ServiceId', 'service not found', serviceId);
     }
     const servicePolicies = posture.assertSessionAllowed(identityId, caller.apiSession.id, serviceId, type);
-    if (index.edgeRoutersFor(identityId, serviceId).size === 0) throw new ApiError('NO_EDGE_ROUTERS_AVAILABLE');
+    if (!anyEdgeRouterFor(identityId, serviceId)) throw new ApiError('NO_EDGE_ROUTERS_AVAILABLE');
 
     const existingSql = 'SELECT * FROM sessions WHERE api_session_id = ? AND service_id = ? AND session_type = ?';
     // The common repeat finds its session without taking the write lock; the write re-checks under it.
@@ -344,13 +360,14 @@ export function createSessionService(deps: SessionServiceDeps) {
   async function serviceEdgeRouters(caller: Caller, serviceId: string, sessionToken: string | undefined): Promise<Array<Record<string, unknown>>> {
     if (sessionToken !== undefined) await assertSessionToken(caller, serviceId, sessionToken);
     const index = access.index;
-    const perms = index.hasEntity('service', serviceId) ? index.permissions(caller.identity.id, serviceId) : { dial: false, bind: false };
+    const perms = index.identityServices(caller.identity.id).permissions(serviceId);
     if (!perms.dial && !perms.bind) throw notFound('service', serviceId);
     return edgeRouterRows(caller.identity.id, serviceId).map(edgeRouterProperties);
   }
 
   /** Client `GET /current-identity/edge-routers`: verified edge routers (admins: all; others: by ERP). */
   function currentIdentityEdgeRouters(caller: Caller, req: ListParams): ListPage<Record<string, unknown>> {
+    if (!req.filter && !req.sort) return defaultEdgeRouterPage(caller, req);
     const conditions = ['e.is_edge = 1', 'e.is_verified = 1'];
     const params: unknown[] = [];
     if (!isAdmin(caller.identity)) {
@@ -359,15 +376,33 @@ export function createSessionService(deps: SessionServiceDeps) {
       params.push(...cond.params);
     }
     const r = page(db, 'routers', edgeRouterResource.symbols, req, { sql: conditions.join(' AND '), params });
-    const items = r.rows.map((row) => ({
+    return { items: r.rows.map(currentIdentityEdgeRouter), page: r.page, filterableFields: r.filterableFields };
+  }
+
+  /** The default order (id) of `currentIdentityEdgeRouters`, paged from the edge router catalogue. */
+  function defaultEdgeRouterPage(caller: Caller, req: ListParams): ListPage<Record<string, unknown>> {
+    const q = compileListQuery(edgeRouterResource.symbols, req);
+    const allowed = isAdmin(caller.identity) ? undefined : access.index.edgeRouterSet('identity', caller.identity.id);
+    const items: Array<Record<string, unknown>> = [];
+    let totalCount = 0;
+    const end = q.limit < 0 ? Infinity : q.offset + q.limit;
+    for (const r of edgeRouters.current().byId) {
+      if (!r.isVerified || (allowed && !allowed.has(r.id))) continue;
+      if (totalCount >= q.offset && totalCount < end) items.push(currentIdentityEdgeRouter(r.row));
+      totalCount++;
+    }
+    return { items, page: { limit: q.limit, offset: q.offset, totalCount, unlimited: q.unlimited }, filterableFields: filterableFields(edgeRouterResource.symbols) };
+  }
+
+  function currentIdentityEdgeRouter(row: Readonly<Record<string, unknown>>): Record<string, unknown> {
+    return {
       _links: { self: { href: `./edge-routers/${row.id as string}` } },
       createdAt: row.created_at,
       id: row.id,
       tags: JSON.parse(row.tags as string) as Record<string, unknown>,
       updatedAt: row.updated_at,
       ...edgeRouterProperties(row),
-    }));
-    return { items, page: r.page, filterableFields: r.filterableFields };
+    };
   }
 
   /**
