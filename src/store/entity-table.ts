@@ -7,6 +7,7 @@
 import type { Db, Statement } from './database.ts';
 import type { Tx } from './transaction.ts';
 import { mapConstraintError } from './sqlite-errors.ts';
+import { listCacheSlot, packRowids, MAX_CACHED_ROWS, type ListCacheSlot } from './list-cache.ts';
 
 export type ColumnKind = 'text' | 'int' | 'real' | 'bool' | 'json' | 'datetime';
 
@@ -194,10 +195,17 @@ function hasRowid(db: Db, source: string): boolean {
  * Past the first page of a plain table, the rows skipped by OFFSET are walked as rowids only (an index holding
  * the WHERE and ORDER BY columns serves that without reading a single row), and just the page's rows are read;
  * the same WHERE and ORDER BY apply, so the page is identical to the one-query form.
+ * A query over a versioned table asked again while the table is unchanged is served from the list cache
+ * (list-cache.ts) when it reads nothing but that table: the same count, and the same rows in the same order.
  */
 export function selectPage(db: Db, source: string, q: PageQuery): { rows: Array<Record<string, unknown>>; totalCount: number } {
+  const slot = hasRowid(db, source) ? listCacheSlot(db, source, q) : undefined;
+  return (slot && slot.known && cachedPage(db, source, q, slot)) || uncachedPage(db, source, q);
+}
+
+function uncachedPage(db: Db, source: string, q: PageQuery, known?: { count: number }): { rows: Array<Record<string, unknown>>; totalCount: number } {
   const from = `FROM ${source} e WHERE ${q.where}`;
-  const totalCount = (prepare(db, `SELECT COUNT(*) AS n ${from}`).get(...q.params) as { n: number }).n;
+  const totalCount = known ? known.count : (prepare(db, `SELECT COUNT(*) AS n ${from}`).get(...q.params) as { n: number }).n;
   if (q.limit === 0 || q.offset >= totalCount) return { rows: [], totalCount };
   const limit = q.limit < 0 ? -1 : q.limit;
   const sql =
@@ -206,6 +214,43 @@ export function selectPage(db: Db, source: string, q: PageQuery): { rows: Array<
       : `SELECT e.* ${from} ORDER BY ${q.orderBy} LIMIT ? OFFSET ?`;
   const rows = prepare(db, sql).all(...q.params, limit, q.offset) as Array<Record<string, unknown>>;
   return { rows, totalCount };
+}
+
+/**
+ * The page from the cache, for a query asked before at the table's current counter: on the second ask the
+ * ordered rowid list is built (only its length is kept for a huge result), then the page is a slice of
+ * rowids read in order. Undefined when the query reads other tables or the table changed meanwhile (the
+ * caller then takes the uncached path); the counter is read again after the last read, so every part of the
+ * answer comes from the state the counter names.
+ */
+function cachedPage(db: Db, source: string, q: PageQuery, slot: ListCacheSlot): { rows: Array<Record<string, unknown>>; totalCount: number } | undefined {
+  const known = slot.known!;
+  let { count, rowids } = known;
+  if (count === undefined) {
+    const idsSql = `SELECT e.rowid FROM ${source} e WHERE ${q.where} ORDER BY ${q.orderBy}`;
+    if (!slot.readsOwnTableOnly(idsSql)) return undefined;
+    const list = prepare(db, idsSql).pluck(true).all(...q.params) as number[];
+    count = list.length;
+    if (count <= MAX_CACHED_ROWS) rowids = packRowids(list);
+    if (!slot.current()) return undefined;
+    slot.remember({ count, rowids });
+  }
+  let page: { rows: Array<Record<string, unknown>>; totalCount: number };
+  if (!rowids) {
+    page = uncachedPage(db, source, q, { count });
+  } else {
+    const end = q.limit < 0 ? rowids.length : Math.min(rowids.length, q.offset + q.limit);
+    const slice = q.offset < end ? Array.from(rowids.subarray(q.offset, end)) : [];
+    const rows =
+      slice.length === 0
+        ? []
+        : (prepare(db, `SELECT e.* FROM json_each(?) j CROSS JOIN ${source} e ON e.rowid = j.value ORDER BY j.key`).all(JSON.stringify(slice)) as Array<
+            Record<string, unknown>
+          >);
+    if (rows.length !== slice.length) return undefined;
+    page = { rows, totalCount: count };
+  }
+  return slot.current() ? page : undefined;
 }
 
 /** One page of decoded records plus the total number of matching rows. */
