@@ -135,14 +135,20 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
     return new Date(lastActivityMs(record) + timeoutMs);
   }
 
-  /** The live session a token names, marking activity; undefined when unknown or idle too long. */
-  function resolve(token: string): ApiSessionRecord | undefined {
-    const hash = hashToken(token);
+  /** The stored session a token hash names, as stored (no idle check, no activity mark). */
+  function findByHash(hash: string): ApiSessionRecord | undefined {
     const row = prepare(db, 'SELECT * FROM api_sessions WHERE token_hash = ?').get(hash) as Record<string, unknown> | undefined;
     if (!row) return undefined;
     // The lookup is by hash; compare again in constant time so no code path compares secrets naively.
     if (!timingSafeEqual(Buffer.from(row.token_hash as string), Buffer.from(hash))) return undefined;
-    const record = decodeApiSessionRow(row);
+    return decodeApiSessionRow(row);
+  }
+
+  /**
+   * The per-request half of resolving: undefined when the session is idle too long (by the newer of the
+   * stored time and this process's mark), else marks activity now and returns the record.
+   */
+  function touch(record: ApiSessionRecord): ApiSessionRecord | undefined {
     const now = clock.now().getTime();
     if (lastActivityMs(record) + timeoutMs <= now) return undefined;
     if (now - Date.parse(record.lastActivityAt) > timeoutMs / 2) {
@@ -153,6 +159,12 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
     }
     activity.set(record.id, now);
     return record;
+  }
+
+  /** The live session a token names, marking activity; undefined when unknown or idle too long. */
+  function resolve(token: string): ApiSessionRecord | undefined {
+    const record = findByHash(hashToken(token));
+    return record && touch(record);
   }
 
   function get(id: string): ApiSessionRecord | undefined {
@@ -195,7 +207,7 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
     if (db.open) maintain();
   }
 
-  return { create, resolve, get, remove, removeForIdentity, expiresAt, lastActivityMs, maintain, start, stop, timeoutMs };
+  return { create, resolve, findByHash, touch, get, remove, removeForIdentity, expiresAt, lastActivityMs, maintain, start, stop, timeoutMs };
 }
 
 export type ApiSessionService = ReturnType<typeof createApiSessionService>;

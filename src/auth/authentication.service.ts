@@ -9,9 +9,11 @@ import { withTransaction } from '../store/transaction.ts';
 import { ApiError } from '../errors.ts';
 import type { Caller } from '../http/caller.ts';
 import type { IdentityService } from '../resources/identities/identity.service.ts';
-import type { ApiSessionRecord, ApiSessionService } from './api-session.service.ts';
+import { hashToken, type ApiSessionRecord, type ApiSessionService } from './api-session.service.ts';
+import { createCallerCache, type CallerState } from './caller-cache.ts';
+import { systemClock, type Clock } from '../resources/entity-service.ts';
 import type { AuthMethod, AuthRequest } from './methods/auth-method.ts';
-import type { AuthQuery, SecondaryFactors } from './secondary-factors.ts';
+import type { AuthQuery, SecondaryFactors, SecondaryState } from './secondary-factors.ts';
 
 export interface AuthenticationDeps {
   db: Db;
@@ -22,6 +24,10 @@ export interface AuthenticationDeps {
   secondary?: SecondaryFactors;
   /** Whether the identity has a verified MFA record (its sessions then start partial). */
   mfaEnabled?: (identityId: string) => boolean;
+  /** The clock the identity summaries are computed with (the system clock by default). */
+  clock?: Clock;
+  /** Most token hashes the caller cache holds (caller-cache.ts). */
+  callerCacheSize?: number;
 }
 
 /** `configTypes` on authenticate: names or ids, `all` wins, unknown entries are dropped; ids come back. */
@@ -61,6 +67,7 @@ export function goTimeString(d: Date): string {
 
 export function createAuthenticationService(deps: AuthenticationDeps) {
   const { db, identities, apiSessions } = deps;
+  const clock = deps.clock ?? systemClock;
   const methods = new Map(deps.methods.map((m) => [m.name, m]));
 
   async function authenticate(methodName: string, req: AuthRequest) {
@@ -94,21 +101,40 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
     return { ...session, authQueries: state.authQueries, challenge: state.challenge };
   }
 
-  async function resolveCaller(token: string, headers: Record<string, string | string[] | undefined> = {}): Promise<Caller | undefined> {
-    const apiSession = apiSessions.resolve(token);
-    if (!apiSession) return undefined;
-    const identity = identities.summary(apiSession.identityId);
-    if (!identity || identity.disabled) return undefined;
-    const state = deps.secondary
-      ? await deps.secondary.evaluate(apiSession, identity.authPolicyId, headers)
-      : { authQueries: apiSession.isMfaRequired && !apiSession.isMfaComplete ? [{}] : [] };
-    return {
-      identity,
-      apiSession,
-      token,
-      isPartial: state.authQueries.length > 0,
-      authQueries: state.authQueries,
-    };
+  const callers = createCallerCache({
+    db,
+    now: () => clock.now().getTime(),
+    maxEntries: deps.callerCacheSize,
+    load(hash) {
+      const session = apiSessions.findByHash(hash);
+      if (!session) return undefined;
+      const identity = identities.summary(session.identityId);
+      if (!identity) return undefined;
+      return { session, identity, secondary: deps.secondary?.settings(identity.authPolicyId) };
+    },
+  });
+
+  function callerOf(token: string, state: CallerState, secondary: SecondaryState): Caller {
+    return { identity: state.identity, apiSession: state.session, token, isPartial: secondary.authQueries.length > 0, authQueries: secondary.authQueries };
+  }
+
+  /**
+   * The Caller a `zt-session` token names on this request, or undefined (unknown, idle too long, identity
+   * gone or disabled). Answers without a promise unless a secondary external JWT has to be verified.
+   */
+  function resolveCaller(
+    token: string,
+    headers: Record<string, string | string[] | undefined> = {},
+  ): Caller | undefined | Promise<Caller | undefined> {
+    const state = callers.get(hashToken(token));
+    if (!state || !apiSessions.touch(state.session)) return undefined;
+    if (state.identity.disabled) return undefined;
+    const apiSession = state.session;
+    if (!deps.secondary) {
+      return callerOf(token, state, { authQueries: apiSession.isMfaRequired && !apiSession.isMfaComplete ? [{}] : [] });
+    }
+    const secondary = deps.secondary.evaluateWith(apiSession, state.secondary, headers);
+    return secondary instanceof Promise ? secondary.then((s) => callerOf(token, state, s)) : callerOf(token, state, secondary);
   }
 
   function logout(caller: Caller): void {

@@ -10,7 +10,7 @@
  */
 import type { Db } from '../store/database.ts';
 import { prepare } from '../store/entity-table.ts';
-import type { AuthPolicyReader } from './auth-policy-reader.ts';
+import type { AuthPolicyReader, SecondarySettings } from './auth-policy-reader.ts';
 import { bearerTokens, ExternalJwtError, resolveClaim, type SignerTokens } from '../resources/external-jwt-signers/signer-tokens.ts';
 
 export type AuthQuery = Record<string, unknown>;
@@ -98,24 +98,41 @@ export function createSecondaryFactors(deps: { db: Db; policies: AuthPolicyReade
     return policies.secondary(authPolicyId || 'default')?.requireTotp === true;
   }
 
+  /** The secondary settings of an auth policy (the default policy for none). */
+  function settings(authPolicyId: string): SecondarySettings | undefined {
+    return policies.secondary(authPolicyId || 'default');
+  }
+
+  /**
+   * What is still pending for this session on this request, given its policy's secondary settings. Answers
+   * synchronously unless an external JWT has to be verified.
+   */
+  function evaluateWith(
+    session: SessionFlags,
+    secondary: SecondarySettings | undefined,
+    headers: Record<string, string | string[] | undefined>,
+  ): SecondaryState | Promise<SecondaryState> {
+    const authQueries: AuthQuery[] = [];
+    if ((session.isMfaRequired || secondary?.requireTotp === true) && !session.isMfaComplete) authQueries.push({ ...totpAuthQuery });
+    const signerId = secondary?.requireExtJwtSigner;
+    if (!signerId) return { authQueries };
+    return checkSigner(signerId, session.identityId, headers).then((outcome): SecondaryState => {
+      if (outcome === 'ok') return { authQueries };
+      authQueries.push(extJwtQuery(signerId));
+      return { authQueries, challenge: challenge(signerId, outcome) };
+    });
+  }
+
   /** What is still pending for this session on this request. */
   async function evaluate(
     session: SessionFlags,
     authPolicyId: string,
     headers: Record<string, string | string[] | undefined>,
   ): Promise<SecondaryState> {
-    const secondary = policies.secondary(authPolicyId || 'default');
-    const authQueries: AuthQuery[] = [];
-    if ((session.isMfaRequired || secondary?.requireTotp === true) && !session.isMfaComplete) authQueries.push({ ...totpAuthQuery });
-    const signerId = secondary?.requireExtJwtSigner;
-    if (!signerId) return { authQueries };
-    const outcome = await checkSigner(signerId, session.identityId, headers);
-    if (outcome === 'ok') return { authQueries };
-    authQueries.push(extJwtQuery(signerId));
-    return { authQueries, challenge: challenge(signerId, outcome) };
+    return evaluateWith(session, settings(authPolicyId), headers);
   }
 
-  return { evaluate, policyRequiresTotp };
+  return { evaluate, evaluateWith, settings, policyRequiresTotp };
 }
 
 export type SecondaryFactors = ReturnType<typeof createSecondaryFactors>;
