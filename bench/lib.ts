@@ -238,8 +238,8 @@ export interface LoadFigures {
 
 const CLOCK_TICKS_PER_S = 100; // USER_HZ on Linux
 
-/** CPU time (user + system, ms) and RSS (MB) of a process, read from /proc. */
-export function procStats(pid: number): { cpuMs: number; rssMb: number } {
+/** CPU time (user + system, ms) and RSS (MB) of one process, read from /proc. */
+function oneProcStats(pid: number): { cpuMs: number; rssMb: number } {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (1-based).
@@ -251,6 +251,29 @@ export function procStats(pid: number): { cpuMs: number; rssMb: number } {
   } catch {
     return { cpuMs: 0, rssMb: 0 };
   }
+}
+
+/** Direct children of a process (its worker processes when it serves with several). */
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * CPU time (user + system, ms) and RSS (MB) of a process and its children (a controller serving with several
+ * worker processes is the primary plus its workers), read from /proc.
+ */
+export function procStats(pid: number): { cpuMs: number; rssMb: number } {
+  const total = oneProcStats(pid);
+  for (const child of childrenOf(pid)) {
+    const c = oneProcStats(child);
+    total.cpuMs += c.cpuMs;
+    total.rssMb += c.rssMb;
+  }
+  return total;
 }
 
 /** Runs `work` while sampling the server's CPU time; returns the CPU share over the wall time and the final RSS. */

@@ -2,7 +2,7 @@
  * Benchmark entry point: runs the selected suites against freshly started controllers on loopback.
  * Usage: npm run bench [-- --suite identities|access|enrollment|all --identities N --services M --enrollments E --duration S --connections C]
  *        npm run bench -- --scenario S1|...|S12|all --size small|medium|large [--duration S --connections C
- *                         --open-fraction F --max-rate R --sessions N --data-dir DIR]
+ *                         --open-fraction F --max-rate R --target-rate T --workers W --sessions N --data-dir DIR]
  * See bench/README.md.
  */
 import { runIdentitySuite } from './identities.ts';
@@ -48,6 +48,8 @@ try {
           openFraction,
           maxRate: opt('--max-rate', 3000),
           sessions: opt('--sessions', 200),
+          targetRate: opt('--target-rate', 5000),
+          workers: opt('--workers', 1),
         });
       } catch (err: unknown) {
         console.error(`[${id}] failed:`, err instanceof Error ? err.stack : err);

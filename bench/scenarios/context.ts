@@ -54,14 +54,21 @@ export interface ScenarioOptions {
   maxRate: number;
   /** Distinct API sessions / identities for S1 and S2. */
   sessions: number;
+  /** The arrival rate of the issue's latency target (req/s): hot loads are also measured open-loop at this rate. */
+  targetRate: number;
+  /** Worker processes of the controller under test (`--workers`). */
+  workers: number;
 }
 
 /** One measured run. */
 export interface ResultRow extends LoadFigures {
   load: string;
   server: 'portcullis' | 'bare';
-  /** closed: max throughput; open: constant arrival rate; burst: a fixed set of requests fired together. */
-  mode: 'closed' | 'open' | 'burst';
+  /**
+   * closed: max throughput; open: constant arrival rate (a fraction of the closed-loop rate); target: constant
+   * arrival rate at the target rate; burst: a fixed set of requests fired together.
+   */
+  mode: 'closed' | 'open' | 'target' | 'burst';
   connections: number;
 }
 
@@ -81,7 +88,7 @@ export interface ScenarioResult {
   date: string;
   machine: ReturnType<typeof machine>;
   dataset: { counts: Record<string, number>; loadMs: number; seed: number };
-  settings: { duration: number; connections: number; openFraction: number; maxRate: number; warmupS: number };
+  settings: { duration: number; connections: number; openFraction: number; maxRate: number; warmupS: number; targetRate?: number; workers?: number };
   notes: string[];
   rows: ResultRow[];
   metrics: Metric[];
@@ -146,7 +153,7 @@ export class Bench {
 
   async startController(): Promise<{ spawnToReadyMs: number }> {
     const t0 = performance.now();
-    this.controller = await spawnReady<ServeInfo>('bench/serve.ts', [this.dataDir, '0']);
+    this.controller = await spawnReady<ServeInfo>('bench/serve.ts', [this.dataDir, '0', String(this.opts.workers)]);
     return { spawnToReadyMs: performance.now() - t0 };
   }
 
@@ -213,7 +220,7 @@ export class Bench {
   async loadPair(
     load: string,
     gen: RequestGen,
-    o: { status: number; connections?: number; tls?: ClientTls; maxRequests?: number; open?: boolean; captureDistinct?: number },
+    o: { status: number; connections?: number; tls?: ClientTls; maxRequests?: number; open?: boolean; target?: boolean; captureDistinct?: number },
   ): Promise<void> {
     const connections = o.connections ?? this.opts.connections;
     const { duration } = this.opts;
@@ -246,6 +253,13 @@ export class Bench {
           this.push({ load, server, mode: 'open', connections: Math.max(64, connections), ...r });
         }
       }
+      if (o.target) {
+        // The issue's latency target is stated at a fixed rate: measure both servers at exactly that rate.
+        for (const [server, port, pid] of targets) {
+          const r = await openLoop(port, gen, { rate: this.opts.targetRate, seconds: duration, tls: o.tls, pid, sockets: Math.max(64, connections) });
+          this.push({ load, server, mode: 'target', connections: Math.max(64, connections), ...r });
+        }
+      }
     } finally {
       await stopChild(bare.child);
     }
@@ -254,7 +268,7 @@ export class Bench {
   push(row: ResultRow): void {
     this.rows.push(row);
     const flag = row.non2xx || row.errors ? `  !! non-2xx ${row.non2xx}, errors ${row.errors}` : '';
-    const rate = row.mode === 'open' ? ` @${row.targetRate}/s` : ` c=${row.connections}`;
+    const rate = row.mode === 'open' || row.mode === 'target' ? ` @${row.targetRate}/s` : ` c=${row.connections}`;
     console.log(
       `  ${row.load} | ${row.server.padEnd(10)} | ${row.mode}${rate} | ${row.rps.toFixed(0)} req/s | p50 ${row.p50.toFixed(2)} p99 ${row.p99.toFixed(2)} p99.9 ${row.p999.toFixed(2)} ms | cpu ${row.cpuPct.toFixed(0)}% rss ${row.rssMb.toFixed(0)} MB${flag}`,
     );
@@ -283,7 +297,7 @@ export class Bench {
       date: new Date().toISOString(),
       machine: machine(),
       dataset: { counts: this.dataset.counts, loadMs: this.dataset.loadMs, seed: this.dataset.seed },
-      settings: { duration: this.opts.duration, connections: this.opts.connections, openFraction: this.opts.openFraction, maxRate: this.opts.maxRate, warmupS: WARMUP_S },
+      settings: { duration: this.opts.duration, connections: this.opts.connections, openFraction: this.opts.openFraction, maxRate: this.opts.maxRate, warmupS: WARMUP_S, targetRate: this.opts.targetRate, workers: this.opts.workers },
       notes: this.notes,
       rows: this.rows,
       metrics: this.metrics,

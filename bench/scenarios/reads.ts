@@ -8,7 +8,7 @@ import { Bench, CLIENT, MANAGEMENT, get, postJson } from './context.ts';
 export async function s1(b: Bench): Promise<void> {
   const tokens = await b.manySessions(b.opts.sessions);
   b.notes.push(`${tokens.length} API sessions of distinct identities; request i uses session i mod ${tokens.length} (rotating tokens).`);
-  await b.loadPair(`service-updates × ${tokens.length} sessions`, (i) => get(`${CLIENT}/current-api-session/service-updates`, tokens[i % tokens.length]!), { status: 200 });
+  await b.loadPair(`service-updates × ${tokens.length} sessions`, (i) => get(`${CLIENT}/current-api-session/service-updates`, tokens[i % tokens.length]!), { status: 200, target: true });
 }
 
 export async function s2(b: Bench): Promise<void> {
@@ -19,7 +19,7 @@ export async function s2(b: Bench): Promise<void> {
       `${tokens.length} identities, each with its own API session; request i is step i mod 3 of identity ⌊i/3⌋ mod ${tokens.length}. ` +
       'req/s counts requests (ticks/s = req/s ÷ 3).',
   );
-  await b.loadPair(`tunneler tick × ${tokens.length} identities`, (i) => get(paths[i % 3]!, tokens[Math.floor(i / 3) % tokens.length]!), { status: 200, captureDistinct: 3 });
+  await b.loadPair(`tunneler tick × ${tokens.length} identities`, (i) => get(paths[i % 3]!, tokens[Math.floor(i / 3) % tokens.length]!), { status: 200, captureDistinct: 3, target: true });
 }
 
 export async function s3(b: Bench): Promise<void> {
@@ -28,7 +28,7 @@ export async function s3(b: Bench): Promise<void> {
     const token = await b.login('client', u.username, u.password);
     for (const limit of [25, 500]) {
       const path = `${CLIENT}/services?configTypes=all&limit=${limit}&offset=0`;
-      await b.loadPair(`${role} identity, page of ${limit}`, () => get(path, token), { status: 200 });
+      await b.loadPair(`${role} identity, page of ${limit}`, () => get(path, token), { status: 200, target: true });
     }
   }
   b.notes.push(`typical identity sees ${b.dataset.probes.typicalServiceCount} services, the worst-case identity ${b.dataset.probes.worstServiceCount}.`);
@@ -54,7 +54,7 @@ export async function s6(b: Bench): Promise<void> {
     api.close();
     if (!serviceId) continue;
     b.notes.push(`POST /sessions {type: Dial} by the ${role} identity for one service; a repeated request by the same API session gets its existing session back (as upstream).`);
-    await b.loadPair(`POST /sessions (Dial, ${role} identity)`, () => postJson(`${CLIENT}/sessions`, { serviceId, type: 'Dial' }, token), { status: 201 });
+    await b.loadPair(`POST /sessions (Dial, ${role} identity)`, () => postJson(`${CLIENT}/sessions`, { serviceId, type: 'Dial' }, token), { status: 201, target: true });
     return;
   }
   throw new Error('S6: neither the typical nor the worst-case identity has a dialable service with an edge router');
