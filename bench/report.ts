@@ -15,12 +15,20 @@ const SIZE_ORDER = ['small', 'medium', 'large', 'many-services'];
 const results = readdirSync(DIR)
   .filter((f) => /^S\d+-[a-z0-9-]+\.json$/.test(f))
   .map((f) => JSON.parse(readFileSync(join(DIR, f), 'utf8')) as ScenarioResult)
-  .sort((a, b) => sizeRank(a.size) - sizeRank(b.size) || num(a.scenario) - num(b.scenario));
+  .sort((a, b) => sizeRank(a.size) - sizeRank(b.size) || workersOf(a) - workersOf(b) || num(a.scenario) - num(b.scenario));
 if (results.length === 0) throw new Error(`no scenario results in ${DIR}; run \`npm run bench -- --scenario all --size small\` first`);
 
 function sizeRank(s: string): number {
   const i = SIZE_ORDER.indexOf(s);
   return i < 0 ? SIZE_ORDER.length : i;
+}
+function workersOf(r: ScenarioResult): number {
+  return r.settings.workers ?? 1;
+}
+/** Results are grouped by dataset size and the controller's worker processes. */
+function groupOf(r: ScenarioResult): string {
+  const w = workersOf(r);
+  return w > 1 ? `${r.size}, ${w} worker processes` : r.size;
 }
 function num(id: string): number {
   return Number(id.slice(1));
@@ -66,7 +74,7 @@ function loadLines(r: ScenarioResult): LoadLine[] {
 }
 
 // ---- markdown ----------------------------------------------------------------------------------------------
-const sizes = [...new Set(results.map((r) => r.size))];
+const sizes = [...new Set(results.map(groupOf))];
 const md: string[] = ['# Portcullis benchmark report', ''];
 const first = results[0]!;
 md.push(
@@ -82,7 +90,7 @@ md.push(
   '',
 );
 for (const size of sizes) {
-  const rs = results.filter((r) => r.size === size);
+  const rs = results.filter((r) => groupOf(r) === size);
   const counts = rs[0]!.dataset.counts;
   md.push(`## ${size}`, '', `Dataset: ${Object.entries(counts).map(([k, v]) => `${n(v, 0)} ${k}`).join(', ')}; loaded in ${n(rs[0]!.dataset.loadMs / 1000, 1)} s. Measured ${rs.map((r) => r.date.slice(0, 10)).sort().at(-1)}.`, '');
   md.push(...loadTable(rs), '');
@@ -183,7 +191,7 @@ let y = 60;
 const width = LABEL_W + PANEL_W * 2 + GAP * 2;
 const body: string[] = [];
 for (const size of sizes) {
-  const lines = results.filter((r) => r.size === size).flatMap((r) => loadLines(r).filter((l) => l.p && l.bare).map((l) => ({ ...l, label: `${r.scenario} ${l.load}` })));
+  const lines = results.filter((r) => groupOf(r) === size).flatMap((r) => loadLines(r).filter((l) => l.p && l.bare).map((l) => ({ ...l, label: `${r.scenario} ${l.load}` })));
   if (lines.length === 0) continue;
   body.push(`<text x="10" y="${y}" font-size="15" font-weight="bold">${esc(size)}</text>`);
   y += 10;
@@ -248,8 +256,10 @@ if (existsSync('README.md')) {
 
 /** The README keeps one compact table: the largest size measured, closed-loop figures and % of bare. */
 function readmeSummary(): string {
-  const size = sizes[sizes.length - 1]!;
-  const rs = results.filter((r) => r.size === size);
+  const largest = results[results.length - 1]!.size;
+  const size = largest;
+  const rs = results.filter((r) => r.size === largest && workersOf(r) === 1);
+  const multi = results.filter((r) => r.size === largest && workersOf(r) > 1);
   const m = rs[0]!.machine;
   const lines = [
     `Latest run: dataset \`${size}\` (${Object.entries(rs[0]!.dataset.counts).map(([k, v]) => `${n(v, 0)} ${k}`).join(', ')}), ` +
@@ -267,7 +277,19 @@ function readmeSummary(): string {
   }
   for (const r of rs) for (const x of r.metrics) lines.push(`| ${r.scenario} | ${x.name} | ${n(x.portcullis)} ${x.unit} | ${x.bare === undefined ? '–' : `${n(x.bare)} ${x.unit}`} | | | | |`);
   const targets = targetTable(rs);
-  if (targets.length) lines.push('', ...targets);
+  if (targets.length) lines.push('', 'One worker process:', '', ...targets);
+  if (multi.length) {
+    const w = workersOf(multi[0]!);
+    lines.push('', `${w} worker processes (the default on this machine: one per core), same dataset:`, '', '| Scenario | Load | req/s | bare req/s | % of bare | p99 ms | CPU % | RSS MB |', '|---|---|---:|---:|---:|---:|---:|---:|');
+    for (const r of multi) {
+      for (const l of loadLines(r)) {
+        if (!l.p) continue;
+        lines.push(`| ${r.scenario} | ${l.load} | ${n(l.p.rps)} | ${n(l.bare?.rps)} | ${l.bare ? pct(l.p.rps, l.bare.rps) : '–'} | ${lat(l.p.p99, l.mode)} | ${n(l.p.cpuPct, 0)} | ${n(l.p.rssMb, 0)} |`);
+      }
+    }
+    const t = targetTable(multi);
+    if (t.length) lines.push('', ...t);
+  }
   lines.push('', 'Full tables, notes and every size: `bench/results/report.md`; chart: `bench/results/report.svg`; how to run: `bench/README.md`.');
   return lines.join('\n');
 }

@@ -311,7 +311,7 @@ export class Bench {
       metrics: this.metrics,
     };
     mkdirSync(join('bench', 'results'), { recursive: true });
-    const file = join('bench', 'results', `${this.scenario}-${this.opts.size}.json`);
+    const file = join('bench', 'results', `${this.scenario}-${this.opts.size}${this.opts.workers > 1 ? `-w${this.opts.workers}` : ''}.json`);
     writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
     console.log(`  written ${file}`);
     await this.close();
