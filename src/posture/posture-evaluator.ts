@@ -28,6 +28,16 @@ export const MAX_FAILED_SERVICE_REQUESTS = 100;
 
 const NO_CHECKS = 'no posture checks defined';
 
+/** The entries shown when no posture check applies: one per permission. */
+export function placeholderQueries(permissions: readonly string[] | null): Array<Record<string, unknown>> {
+  return (permissions ?? []).map((perm) => ({
+    isPassing: true,
+    policyId: `dummy ${perm.toLowerCase()} policy: ${NO_CHECKS}`,
+    policyType: perm,
+    postureQueries: [],
+  }));
+}
+
 export interface PostureEvaluatorDeps {
   db: Db;
   access: AccessService;
@@ -213,7 +223,7 @@ export function createPostureEvaluator(deps: PostureEvaluatorDeps) {
       return q;
     }
 
-    return (serviceId: string, permissions: readonly string[] | null): unknown[] => {
+    const forService = (serviceId: string, permissions: readonly string[] | null): unknown[] => {
       const entries: Array<Record<string, unknown>> = [];
       if (checksExist) {
         const policies = [...(linking ? linking(serviceId) : access.index.linkingServicePolicies(identityId, serviceId))].sort();
@@ -230,13 +240,10 @@ export function createPostureEvaluator(deps: PostureEvaluatorDeps) {
         }
       }
       if (entries.length > 0) return entries;
-      return (permissions ?? []).map((perm) => ({
-        isPassing: true,
-        policyId: `dummy ${perm.toLowerCase()} policy: ${NO_CHECKS}`,
-        policyType: perm,
-        postureQueries: [],
-      }));
+      return placeholderQueries(permissions);
     };
+    // Without any posture check every answer is the placeholders of the permissions.
+    return Object.assign(forService, { placeholdersOnly: !checksExist });
   }
 
   /**

@@ -12,7 +12,7 @@ import { prepare, type Values } from '../../store/entity-table.ts';
 import type { AccessService } from '../../access/access.service.ts';
 import type { Clock } from '../entity-service.ts';
 import { serviceResource } from './service.resource.ts';
-import { createPostureEvaluator } from '../../posture/posture-evaluator.ts';
+import { createPostureEvaluator, placeholderQueries } from '../../posture/posture-evaluator.ts';
 import { createServiceCatalog, type CatalogService, type ServiceCatalogState } from './service-catalog.ts';
 import type { Page } from '../entity-service.ts';
 import { MAX_INT64_TEXT } from '../../query/index.ts';
@@ -56,6 +56,9 @@ export interface ServiceViewOptions {
   /** `config` when no type is wanted: `{}` on lists, null on a detail. */
   emptyConfig: 'object' | 'null';
 }
+
+/** JSON text of the posture placeholders by permission set (a handful of entries). */
+const placeholderJson = new Map<string, string>();
 
 export function createServiceViews(db: Db, access: AccessService, clock: Clock) {
   const posture = createPostureEvaluator({ db, access, clock });
@@ -134,6 +137,14 @@ export function createServiceViews(db: Db, access: AccessService, clock: Clock) 
     const postureQueries = posture.queryContext(opts.identityId, opts.apiSessionId, (serviceId) => mine.linking(serviceId));
     return {
       permissions: (id: string) => (opts.permissions ? permissionNames(mine.permissions(id)) : null),
+      /** `postureQueries` as JSON text (the placeholders' text is made once per permission set). */
+      postureQueriesJson: (id: string, permissions: readonly string[] | null): string => {
+        if (!postureQueries.placeholdersOnly) return JSON.stringify(postureQueries(id, permissions));
+        const key = permissions ? permissions.join(',') : '';
+        let json = placeholderJson.get(key);
+        if (json === undefined) placeholderJson.set(key, (json = JSON.stringify(placeholderQueries(permissions))));
+        return json;
+      },
       /** The merged config map, or null / `{}` when none is wanted (`undefined`: the caller renders the empty form). */
       config: (id: string, values: Values): Record<string, unknown> | null | undefined => {
         if (wanted === undefined) return null;
@@ -175,7 +186,7 @@ export function createServiceViews(db: Db, access: AccessService, clock: Clock) 
       const permissions = ctx.permissions(id);
       const config = ctx.config(id, values);
       const configJson = config === undefined ? emptyConfig : JSON.stringify(config);
-      parts.push(`${jsonHead},"permissions":${JSON.stringify(permissions)},"config":${configJson},"postureQueries":${JSON.stringify(ctx.postureQueries(id, permissions))}}`);
+      parts.push(`${jsonHead},"permissions":${JSON.stringify(permissions)},"config":${configJson},"postureQueries":${ctx.postureQueriesJson(id, permissions)}}`);
     }
     const limit = paging.unlimited ? MAX_INT64_TEXT : String(paging.limit);
     return `{"data":[${parts.join(',')}],"meta":{${filterableFieldsJson ? `"filterableFields":${filterableFieldsJson},` : ''}"pagination":{"limit":${limit},"offset":${paging.offset},"totalCount":${paging.totalCount}}}}`;

@@ -46,6 +46,9 @@ describe('client service list: catalogue pages equal store pages', () => {
     const override0 = await tc.mgmt.post(`/identities/${user.id}/service-configs`, [{ serviceId: services[0], configId: override }]);
     assert.equal(override0.status, 200, override0.text);
 
+    // No posture check exists yet: every service shows the placeholders.
+    assert.equal(await compare(user.client, 'user, no posture checks'), 20);
+    await compare(tc.client, 'admin, no posture checks');
     // A posture check on the bind policy: its services carry real postureQueries, the others the placeholders.
     const check = await createRecord(tc.mgmt, '/posture-checks', { name: `${tag}-os`, typeId: 'OS', roleAttributes: [`${tag}-pc`], operatingSystems: [{ type: 'Linux', versions: [] }] });
     assert.equal((await tc.mgmt.patch(`/service-policies/${bind}`, { postureCheckRoles: [`#${tag}-pc`] })).status, 200);
