@@ -28,7 +28,8 @@ function hasBearer(req: FastifyRequest): boolean {
   return values.some((v) => v.trim().startsWith('Bearer '));
 }
 
-export async function authenticateRequest(req: FastifyRequest, resolve: SessionResolver, mode: 'session' | 'partial'): Promise<void> {
+/** Resolves the caller; synchronous unless the resolver itself has to wait (a promise is returned then). */
+export function authenticateRequest(req: FastifyRequest, resolve: SessionResolver, mode: 'session' | 'partial'): void | Promise<void> {
   const token = sessionToken(req);
   if (!token) {
     if (hasBearer(req)) {
@@ -40,7 +41,12 @@ export async function authenticateRequest(req: FastifyRequest, resolve: SessionR
       headers: { 'www-authenticate': missingChallenge },
     });
   }
-  const caller = await resolve(token, req);
+  const caller = resolve(token, req);
+  if (caller instanceof Promise) return caller.then((c) => accept(req, c, mode));
+  accept(req, caller, mode);
+}
+
+function accept(req: FastifyRequest, caller: Caller | undefined, mode: 'session' | 'partial'): void {
   if (!caller) throw new ApiError('UNAUTHORIZED', { headers: { 'www-authenticate': invalidChallenge } });
   if (caller.isPartial && mode !== 'partial') throw new ApiError('UNAUTHORIZED');
   req.caller = caller;

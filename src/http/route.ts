@@ -61,6 +61,19 @@ function assertContentType(req: FastifyRequest, consumes: string[]): void {
   });
 }
 
+/** Runs a hook step and reports to fastify's `done`: at once when it finished synchronously, else when its promise settles. */
+function settle(step: () => void | Promise<void>, done: (err?: Error) => void): void {
+  let pending: void | Promise<void>;
+  try {
+    pending = step();
+  } catch (err) {
+    done(err as Error);
+    return;
+  }
+  if (pending) pending.then(() => done(), (err: unknown) => done(err as Error));
+  else done();
+}
+
 export function mountApi(app: FastifyInstance, api: ApiDefinition, resolveSession: SessionResolver): void {
   for (const route of api.routes) {
     const response: Record<number, TSchema> = {};
@@ -78,12 +91,14 @@ export function mountApi(app: FastifyInstance, api: ApiDefinition, resolveSessio
       url: api.prefix + route.url,
       schema,
       config: { operationId: route.operationId, api: api.name },
-      onRequest: route.auth === 'public' ? undefined : async (req) => authenticateRequest(req, resolveSession, route.auth as 'session' | 'partial'),
-      preValidation: async (req) => assertContentType(req, consumes),
+      // Callback-style hooks: most requests finish each step synchronously, without a promise per hook.
+      onRequest: route.auth === 'public' ? undefined : (req, _reply, done) => settle(() => authenticateRequest(req, resolveSession, route.auth as 'session' | 'partial'), done),
+      preValidation: (req, _reply, done) => settle(() => assertContentType(req, consumes), done),
       preHandler: route.allow
-        ? async (req) => {
-            if (!req.caller || !route.allow!(req.caller)) throw new ApiError('UNAUTHORIZED');
-          }
+        ? (req, _reply, done) =>
+            settle(() => {
+              if (!req.caller || !route.allow!(req.caller)) throw new ApiError('UNAUTHORIZED');
+            }, done)
         : undefined,
       handler: async (req, reply) => route.handler(req, reply),
     });

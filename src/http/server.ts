@@ -179,10 +179,16 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   const routes = new RouteIndex();
   app.addHook('onRoute', (r) => routes.add(r.method, r.url));
 
-  app.addHook('onRequest', async (req: FastifyRequest, reply) => {
-    opts.onRequest?.(req, reply);
+  app.addHook('onRequest', (req: FastifyRequest, reply, done) => {
+    try {
+      opts.onRequest?.(req, reply);
+    } catch (err) {
+      done(err as Error);
+      return;
+    }
     reply.header('server', opts.serverHeader).header('ziti-instance-id', opts.instanceId);
     if (req.headers.origin) reply.header('access-control-allow-origin', '*').header('access-control-allow-credentials', 'true');
+    done();
   });
 
   registerCors(app);
