@@ -85,8 +85,9 @@ export function createPostureEvaluator(deps: PostureEvaluatorDeps) {
     };
   }
 
+  /** Whether any posture check exists (the access index holds every posture check, kept with the store). */
   function anyChecks(): boolean {
-    return prepare(db, 'SELECT 1 FROM posture_checks LIMIT 1').get() !== undefined;
+    return access.index.entityCount('postureCheck') > 0;
   }
 
   function policyChecks(policyId: string, load: (id: string) => PostureCheckDef | undefined): PostureCheckDef[] {

@@ -13,6 +13,8 @@ export interface CatalogEdgeRouter {
   isVerified: boolean;
   /** The stored row, as `SELECT *` reads it. */
   row: Readonly<Record<string, unknown>>;
+  /** `describe(row)`, made once per catalogue (frozen: copy before changing). */
+  props: Readonly<Record<string, unknown>>;
 }
 
 export interface EdgeRouterCatalogState {
@@ -20,14 +22,15 @@ export interface EdgeRouterCatalogState {
   byId: readonly CatalogEdgeRouter[];
 }
 
-export function createEdgeRouterCatalog(db: Db) {
+/** `describe` turns a stored row into the properties the client API shows for every edge router. */
+export function createEdgeRouterCatalog(db: Db, describe: (row: Readonly<Record<string, unknown>>) => Record<string, unknown>) {
   const version = tableVersions(db, ['routers']);
   let state: EdgeRouterCatalogState | undefined;
   let builtAt: string | undefined;
 
   function build(): EdgeRouterCatalogState {
     const rows = prepare(db, 'SELECT * FROM routers WHERE is_edge = 1 ORDER BY name, id').all() as Array<Record<string, unknown>>;
-    const byName = rows.map((row) => ({ id: row.id as string, isVerified: row.is_verified === 1, row }));
+    const byName = rows.map((row) => ({ id: row.id as string, isVerified: row.is_verified === 1, row, props: Object.freeze(describe(row)) }));
     const byId = prepare(db, 'SELECT id FROM routers WHERE is_edge = 1 ORDER BY id').pluck().all() as string[];
     const of = new Map(byName.map((r) => [r.id, r]));
     return { byName, byId: byId.map((id) => of.get(id)!) };

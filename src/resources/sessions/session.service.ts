@@ -24,7 +24,7 @@ import { isAdmin } from '../../auth/permissions.ts';
 import type { Clock, Page } from '../entity-service.ts';
 import { sessionSymbols } from './session.resource.ts';
 import { edgeRouterResource } from '../edge-routers/edge-router.resource.ts';
-import { createEdgeRouterCatalog } from './edge-router-catalog.ts';
+import { createEdgeRouterCatalog, type CatalogEdgeRouter } from './edge-router-catalog.ts';
 import { createPostureEvaluator, type PostureEvaluator } from '../../posture/posture-evaluator.ts';
 
 /** Upstream caps the edge routers of a session (and of a service's router list) at 25. */
@@ -131,7 +131,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     return row ? decode(row) : undefined;
   }
 
-  const edgeRouters = createEdgeRouterCatalog(db);
+  const edgeRouters = createEdgeRouterCatalog(db, edgeRouterProperties);
 
   /** Whether some edge router is granted to the identity (edge router policies) and the service (service edge router policies). */
   function anyEdgeRouterFor(identityId: string, serviceId: string): boolean {
@@ -142,26 +142,28 @@ export function createSessionService(deps: SessionServiceDeps) {
     return false;
   }
 
-  /** Rows of the edge routers the identity may use for the service (both policy kinds), by name, at most 25. */
-  function edgeRouterRows(identityId: string, serviceId: string): Array<Readonly<Record<string, unknown>>> {
+  /** The edge routers the identity may use for the service (both policy kinds), by name, at most 25. */
+  function allowedEdgeRouters(identityId: string, serviceId: string): CatalogEdgeRouter[] {
     const forService = access.index.edgeRouterSet('service', serviceId);
     if (forService.size === 0) return [];
     const forIdentity = access.index.edgeRouterSet('identity', identityId);
-    const out: Array<Readonly<Record<string, unknown>>> = [];
+    const out: CatalogEdgeRouter[] = [];
     for (const r of edgeRouters.current().byName) {
       if (!forService.has(r.id) || !forIdentity.has(r.id)) continue;
-      out.push(r.row);
+      out.push(r);
       if (out.length === MAX_SESSION_EDGE_ROUTERS) break;
     }
     return out;
   }
 
+  /** The common properties of a catalogue entry, as a fresh object. */
+  function propsOf(r: CatalogEdgeRouter): Record<string, unknown> {
+    return { ...r.props, supportedProtocols: { ...(r.props.supportedProtocols as Record<string, string>) } };
+  }
+
   /** sessionEdgeRouter entries of a session: the common properties plus `urls`. */
   function sessionEdgeRouters(identityId: string, serviceId: string): Array<Record<string, unknown>> {
-    return edgeRouterRows(identityId, serviceId).map((row) => {
-      const props = edgeRouterProperties(row);
-      return { ...props, urls: { ...(props.supportedProtocols as Record<string, string>) } };
-    });
+    return allowedEdgeRouters(identityId, serviceId).map((r) => ({ ...propsOf(r), urls: { ...(r.props.supportedProtocols as Record<string, string>) } }));
   }
 
   /**
@@ -362,7 +364,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     const index = access.index;
     const perms = index.identityServices(caller.identity.id).permissions(serviceId);
     if (!perms.dial && !perms.bind) throw notFound('service', serviceId);
-    return edgeRouterRows(caller.identity.id, serviceId).map(edgeRouterProperties);
+    return allowedEdgeRouters(caller.identity.id, serviceId).map(propsOf);
   }
 
   /** Client `GET /current-identity/edge-routers`: verified edge routers (admins: all; others: by ERP). */
