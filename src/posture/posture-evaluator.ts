@@ -184,8 +184,7 @@ export function createPostureEvaluator(deps: PostureEvaluatorDeps) {
    * Renders `postureQueries` for services of one caller: data and checks are loaded once per context.
    * Without an API session (management views) MFA checks are evaluated as not passed.
    */
-  /** `linking` answers the service policies linking the identity to a service (default: ask the index). */
-  function queryContext(identityId: string, apiSessionId: string | undefined, linking?: (serviceId: string) => readonly string[]) {
+  function queryContext(identityId: string, apiSessionId: string | undefined) {
     const checksExist = anyChecks();
     let data: PostureData | undefined;
     const load = checkLoader();
@@ -227,7 +226,7 @@ export function createPostureEvaluator(deps: PostureEvaluatorDeps) {
     const forService = (serviceId: string, permissions: readonly string[] | null): unknown[] => {
       const entries: Array<Record<string, unknown>> = [];
       if (checksExist) {
-        const policies = [...(linking ? linking(serviceId) : access.index.linkingServicePolicies(identityId, serviceId))].sort();
+        const policies = access.index.identityServices(identityId).linking(serviceId).sort();
         if (policies.length > 0) data ??= loadPostureData(db, identityId);
         for (const policyId of policies) {
           const queries: unknown[] = [];

@@ -18,3 +18,21 @@ export function tableVersions(db: Db, tables: readonly VersionedTable[]): () => 
     return v;
   };
 }
+
+/**
+ * A value built from the store (`build`), kept while the counters of `tables` stand and rebuilt at the first
+ * read after they moved. The counters and the rows are read in one read transaction, so the value is exactly the
+ * state its counters name. Inside a write transaction a counter may be rolled back and later reached again by
+ * other content, so a value built there is returned but not kept.
+ */
+export function versionedValue<T>(db: Db, tables: readonly VersionedTable[], build: () => T): () => T {
+  const version = tableVersions(db, tables);
+  let kept: { value: T; at: string } | undefined;
+  return () => {
+    if (db.inTransaction) return build();
+    if (kept === undefined || kept.at !== version()) {
+      kept = db.transaction(() => ({ at: version(), value: build() }))();
+    }
+    return kept.value;
+  };
+}

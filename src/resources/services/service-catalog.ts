@@ -8,7 +8,7 @@
  */
 import type { Db } from '../../store/database.ts';
 import { decodeRow, prepare, type Values } from '../../store/entity-table.ts';
-import { tableVersions } from '../../store/table-versions.ts';
+import { versionedValue } from '../../store/table-versions.ts';
 import { serviceResource } from './service.resource.ts';
 
 export interface CatalogService {
@@ -30,21 +30,23 @@ export interface ServiceCatalogState {
   typeNames: ReadonlyMap<string, string>;
 }
 
-export function createServiceCatalog(db: Db) {
-  const version = tableVersions(db, ['services', 'configs', 'config_types']);
-  let state: ServiceCatalogState | undefined;
-  let builtAt: string | undefined;
+/** The stored part of a service's read model: links and fields, with empty roleAttributes and configs as null. */
+export function storedReadModel(values: Values): Record<string, unknown> {
+  const out = serviceResource.presentStored(values);
+  const attrs = values.roleAttributes as string[] | null;
+  const configs = values.configs as string[] | null;
+  out.roleAttributes = attrs && attrs.length ? attrs : null;
+  out.configs = configs && configs.length ? configs : null;
+  return out;
+}
 
+export function createServiceCatalog(db: Db) {
   function build(): ServiceCatalogState {
     const ordered: CatalogService[] = [];
     const positionOf = new Map<string, number>();
     for (const row of prepare(db, 'SELECT * FROM services ORDER BY id').all() as Array<Record<string, unknown>>) {
       const values = decodeRow(serviceResource.decl, row);
-      const base = serviceResource.presentStored(values);
-      const attrs = values.roleAttributes as string[] | null;
-      const configs = values.configs as string[] | null;
-      base.roleAttributes = attrs && attrs.length ? attrs : null;
-      base.configs = configs && configs.length ? configs : null;
+      const base = storedReadModel(values);
       positionOf.set(values.id as string, ordered.length);
       ordered.push({ values, base, jsonHead: JSON.stringify(base).slice(0, -1) });
     }
@@ -58,20 +60,7 @@ export function createServiceCatalog(db: Db) {
   }
 
   /** The catalogue as the store holds it now. */
-  function current(): ServiceCatalogState {
-    // Inside a write transaction the counters may be rolled back and reached again by other content: build
-    // a private copy and keep nothing.
-    if (db.inTransaction) return build();
-    const v = version();
-    if (state === undefined || builtAt !== v) {
-      // Read the counter and the rows in one read transaction, so the state is never newer than its counter.
-      db.transaction(() => {
-        builtAt = version();
-        state = build();
-      })();
-    }
-    return state!;
-  }
+  const current = versionedValue(db, ['services', 'configs', 'config_types'], build);
 
   return { current };
 }

@@ -10,11 +10,9 @@
 import type { Db } from '../../store/database.ts';
 import { prepare, type Values } from '../../store/entity-table.ts';
 import type { AccessService } from '../../access/access.service.ts';
-import type { Clock } from '../entity-service.ts';
-import { serviceResource } from './service.resource.ts';
+import type { Clock, Page } from '../entity-service.ts';
 import { createPostureEvaluator, placeholderQueries } from '../../posture/posture-evaluator.ts';
-import { createServiceCatalog, type CatalogService, type ServiceCatalogState } from './service-catalog.ts';
-import type { Page } from '../entity-service.ts';
+import { createServiceCatalog, storedReadModel, type CatalogService, type ServiceCatalogState } from './service-catalog.ts';
 import { MAX_INT64_TEXT } from '../../query/index.ts';
 
 /** Config types asked for: every type, or a set of type ids. */
@@ -69,9 +67,6 @@ export function createServiceViews(db: Db, access: AccessService, clock: Clock) 
     if (p.dial) out.push('Dial');
     return out.length ? out : ['Invalid'];
   }
-  function permissionsOf(identityId: string, serviceId: string): string[] {
-    return permissionNames(access.index.permissions(identityId, serviceId));
-  }
 
   /**
    * The identity's overrides for the page's services (in key order, as stored per pair), with the values
@@ -119,13 +114,7 @@ export function createServiceViews(db: Db, access: AccessService, clock: Clock) 
   function base(catalog: ServiceCatalogState, values: Values): Record<string, unknown> {
     const position = catalog.positionOf.get(values.id as string);
     const entry = position === undefined ? undefined : catalog.ordered[position];
-    if (entry && entry.values === values) return { ...entry.base };
-    const out = serviceResource.presentStored(values);
-    const attrs = values.roleAttributes as string[] | null;
-    const configs = values.configs as string[] | null;
-    out.roleAttributes = attrs && attrs.length ? attrs : null;
-    out.configs = configs && configs.length ? configs : null;
-    return out;
+    return entry && entry.values === values ? { ...entry.base } : storedReadModel(values);
   }
 
   /** What rendering a page for one caller needs, read once per page. */
@@ -134,7 +123,7 @@ export function createServiceViews(db: Db, access: AccessService, clock: Clock) 
     const wanted = opts.configTypes;
     const merging = wanted !== undefined && (wanted === 'all' || wanted.size > 0);
     const overrides = merging ? pageOverrides(catalog, opts.identityId, items) : undefined;
-    const postureQueries = posture.queryContext(opts.identityId, opts.apiSessionId, (serviceId) => mine.linking(serviceId));
+    const postureQueries = posture.queryContext(opts.identityId, opts.apiSessionId);
     return {
       permissions: (id: string) => (opts.permissions ? permissionNames(mine.permissions(id)) : null),
       /** `postureQueries` as JSON text (the placeholders' text is made once per permission set). */
@@ -218,7 +207,7 @@ export function createServiceViews(db: Db, access: AccessService, clock: Clock) 
     return { catalog, entries, totalCount: positions.length };
   }
 
-  return { present, presentPageJson, permissionsOf, defaultPage };
+  return { present, presentPageJson, defaultPage };
 }
 
 export type ServiceViews = ReturnType<typeof createServiceViews>;

@@ -6,7 +6,7 @@
  */
 import type { Db } from '../../store/database.ts';
 import { prepare } from '../../store/entity-table.ts';
-import { tableVersions } from '../../store/table-versions.ts';
+import { versionedValue } from '../../store/table-versions.ts';
 
 export interface CatalogEdgeRouter {
   id: string;
@@ -24,10 +24,6 @@ export interface EdgeRouterCatalogState {
 
 /** `describe` turns a stored row into the properties the client API shows for every edge router. */
 export function createEdgeRouterCatalog(db: Db, describe: (row: Readonly<Record<string, unknown>>) => Record<string, unknown>) {
-  const version = tableVersions(db, ['routers']);
-  let state: EdgeRouterCatalogState | undefined;
-  let builtAt: string | undefined;
-
   function build(): EdgeRouterCatalogState {
     const rows = prepare(db, 'SELECT * FROM routers WHERE is_edge = 1 ORDER BY name, id').all() as Array<Record<string, unknown>>;
     const byName = rows.map((row) => ({ id: row.id as string, isVerified: row.is_verified === 1, row, props: Object.freeze(describe(row)) }));
@@ -37,18 +33,7 @@ export function createEdgeRouterCatalog(db: Db, describe: (row: Readonly<Record<
   }
 
   /** The catalogue as the store holds it now. */
-  function current(): EdgeRouterCatalogState {
-    // Inside a write transaction the counter may be rolled back and reached again by other content: build a
-    // private copy and keep nothing.
-    if (db.inTransaction) return build();
-    if (state === undefined || builtAt !== version()) {
-      db.transaction(() => {
-        builtAt = version();
-        state = build();
-      })();
-    }
-    return state!;
-  }
+  const current = versionedValue(db, ['routers'], build);
 
   return { current };
 }
