@@ -4,15 +4,14 @@
  * `openssl verify` as an independent check of issued chains.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { X509Certificate, createHash } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { x509 } from '../../src/pki/x509-library.ts';
 import type { TestController } from './controller.ts';
 import { uniqueName } from './controller.ts';
+import { opensslVerify as verifyChain, pemBlocks, sha1Of } from './router-certs.ts';
+
+export { pemBlocks, sha1Of };
 
 export interface TestKey {
   keys: CryptoKeyPair;
@@ -46,33 +45,9 @@ export function tamperedCsr(pem: string): string {
   return `-----BEGIN CERTIFICATE REQUEST-----\n${body}\n-----END CERTIFICATE REQUEST-----\n`;
 }
 
-/** Every CERTIFICATE block of `text`, in order, as PEM. */
-export function pemBlocks(text: string): string[] {
-  return text.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----\n?/g) ?? [];
-}
-
-/** Lower-case hex SHA-1 of a PEM certificate's DER. */
-export function sha1Of(pem: string): string {
-  return createHash('sha1').update(new X509Certificate(pem).raw).digest('hex');
-}
-
-/** `openssl verify` of a chain (leaf, then intermediates) against `trusted`; throws when it fails. */
+/** `openssl verify` of a chain against `trusted`, for a client certificate unless told otherwise. */
 export function opensslVerify(chainPem: string, trusted: string, purpose: 'sslclient' | 'sslserver' = 'sslclient'): string {
-  const [leaf, ...intermediates] = pemBlocks(chainPem);
-  const dir = mkdtempSync(join(tmpdir(), 'portcullis-enroll-verify-'));
-  try {
-    writeFileSync(join(dir, 'trusted.pem'), trusted);
-    writeFileSync(join(dir, 'leaf.pem'), leaf ?? '');
-    const args = ['verify', '-purpose', purpose, '-CAfile', join(dir, 'trusted.pem')];
-    if (intermediates.length > 0) {
-      writeFileSync(join(dir, 'untrusted.pem'), intermediates.join(''));
-      args.push('-untrusted', join(dir, 'untrusted.pem'));
-    }
-    args.push(join(dir, 'leaf.pem'));
-    return execFileSync('openssl', args, { encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  return verifyChain(chainPem, trusted, purpose);
 }
 
 /** The JSON body of a JWT, keys in their wire order. */
