@@ -46,8 +46,9 @@ export function managementApi(s: Services): ApiDefinition {
       ...identityRoutes(s.db, s.identities, s.authenticators),
       ...managementPostureRoutes(s.posture, s.identities),
       ...identityLifecycleRoutes({ db: s.db, apiSessions: s.apiSessions, traces: s.identityTraces }),
-      ...crudRoutes(identityTypeResource, s.identityTypes, { tag: 'Identity', operations: ['list', 'detail'] }),
-      ...crudRoutes(authenticatorResource, s.authenticators, { tag: 'Authenticator' }),
+      ...crudRoutes(identityTypeResource, s.identityTypes, { tag: 'Identity', operations: ['list', 'detail'], access: { read: 'session' } }),
+      // No permission value covers authenticators: admins, and admin_readonly for reads.
+      ...crudRoutes(authenticatorResource, s.authenticators, { tag: 'Authenticator', access: { read: 'admin-read', write: 'admin' } }),
       ...authPolicyRoutes(s.authPolicies),
       ...mfaRoutes(s.mfa),
       ...identityMfaRoutes(s.mfa),

@@ -75,6 +75,11 @@ export interface ApiSessionServiceOptions {
   maintenanceIntervalMs?: number;
 }
 
+/** Ends every API session of an identity (their certificates and sessions go with them), inside `tx`. */
+export function endApiSessionsOf(tx: Tx, identityId: string): void {
+  prepare(tx.db, 'DELETE FROM api_sessions WHERE identity_id = ?').run(identityId);
+}
+
 export function createApiSessionService(opts: ApiSessionServiceOptions) {
   const { db, clock, timeoutMs } = opts;
   const activity = new Map<string, number>();
@@ -178,7 +183,7 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
   }
 
   function removeForIdentity(tx: Tx, identityId: string): void {
-    prepare(tx.db, 'DELETE FROM api_sessions WHERE identity_id = ?').run(identityId);
+    endApiSessionsOf(tx, identityId);
   }
 
   /** Writes pending activity marks, then deletes sessions idle longer than the timeout. */

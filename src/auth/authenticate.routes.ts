@@ -69,7 +69,7 @@ export function authenticationRoutes(deps: {
   return [
     {
       method: 'POST', url: '/authenticate', operationId: 'authenticate', tag, summary: 'Authenticate and create an API session',
-      auth: 'public', querystring: AuthenticateQuery, body: AuthenticateBody,
+      access: 'public', querystring: AuthenticateQuery, body: AuthenticateBody,
       response: { 200: detailEnvelope(currentApiSessionDetail) },
       handler: async (req, reply) => {
         const { method } = req.query as { method: string };
@@ -93,7 +93,7 @@ export function authenticationRoutes(deps: {
     },
     {
       method: 'GET', url: '/current-api-session', operationId: 'getCurrentAPISession', tag: 'Current API Session',
-      summary: 'The API session of the caller', auth: 'partial',
+      summary: 'The API session of the caller', access: 'partial',
       response: { 200: detailEnvelope(currentApiSessionDetail) },
       handler: (req) => {
         const caller = callerOf(req);
@@ -102,7 +102,7 @@ export function authenticationRoutes(deps: {
     },
     {
       method: 'DELETE', url: '/current-api-session', operationId: 'deleteCurrentApiSession', tag: 'Current API Session',
-      summary: 'Log out: end the API session of the caller', auth: 'partial', response: { 200: emptyEnvelope },
+      summary: 'Log out: end the API session of the caller', access: 'partial', response: { 200: emptyEnvelope },
       handler: (req) => {
         auth.logout(callerOf(req));
         return empty();
@@ -110,7 +110,7 @@ export function authenticationRoutes(deps: {
     },
     {
       method: 'GET', url: '/current-identity', operationId: 'getCurrentIdentity', tag: 'Current Identity',
-      summary: 'The identity of the caller', auth: 'session',
+      summary: 'The identity of the caller', access: 'session',
       response: { 200: detailEnvelope(identityResource.schemas.detail, 'null') },
       handler: (req) => {
         const detail = identities.present(identities.get(callerOf(req).identity.id));
@@ -121,7 +121,7 @@ export function authenticationRoutes(deps: {
     },
     {
       method: 'GET', url: '/current-identity/authenticators', operationId: 'listCurrentIdentityAuthenticators', tag: 'Current API Session',
-      summary: "List the caller's authenticators", auth: 'session', querystring: ListQuery,
+      summary: "List the caller's authenticators", access: 'session', querystring: ListQuery,
       response: { 200: listEnvelope(authenticatorResource.schemas.detail) },
       handler: (req) => {
         const r = authenticators.listForIdentity(callerOf(req).identity.id, listRequest(req));
@@ -130,7 +130,7 @@ export function authenticationRoutes(deps: {
     },
     {
       method: 'GET', url: '/current-identity/authenticators/:id', operationId: 'detailCurrentIdentityAuthenticator', tag: 'Current API Session',
-      summary: "Retrieve one of the caller's authenticators", auth: 'session', params: IdParams,
+      summary: "Retrieve one of the caller's authenticators", access: 'session', params: IdParams,
       response: { 200: detailEnvelope(authenticatorResource.schemas.detail) },
       handler: (req) => ok(authenticators.present(ownAuthenticator(req))),
     },
@@ -138,7 +138,7 @@ export function authenticationRoutes(deps: {
       (mode): RouteSpec => ({
         method: mode === 'patch' ? 'PATCH' : 'PUT', url: '/current-identity/authenticators/:id',
         operationId: mode === 'patch' ? 'patchCurrentIdentityAuthenticator' : 'updateCurrentIdentityAuthenticator',
-        tag: 'Current API Session', summary: "Change the caller's user name or password", auth: 'session',
+        tag: 'Current API Session', summary: "Change the caller's user name or password", access: 'session',
         params: IdParams, body: mode === 'patch' ? OwnAuthenticatorPatch : OwnAuthenticatorPut, response: { 200: emptyEnvelope },
         handler: async (req) => {
           const caller = callerOf(req);

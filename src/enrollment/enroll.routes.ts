@@ -179,10 +179,10 @@ export function enrollRoutes(deps: EnrollRouteDeps): RouteSpec[] {
   }
 
   const bodyOf = (req: FastifyRequest) => (req.body ?? {}) as Record<string, unknown>;
-  const route = (r: Omit<RouteSpec, 'method' | 'tag' | 'auth'> & { method?: RouteSpec['method'] }): RouteSpec => ({
+  const route = (r: Omit<RouteSpec, 'method' | 'tag' | 'access'> & { method?: RouteSpec['method'] }): RouteSpec => ({
     method: 'POST',
     tag: 'Enroll',
-    auth: 'public',
+    access: 'public',
     ...r,
   });
   const certsResponse: Record<number, TSchema> = { 200: certsEnvelope };
@@ -281,7 +281,7 @@ export function signChallenge(pki: JwksSource & { caBundlePem: string }, nonce: 
 export function networkJwtRoute(source: { networkJwts(): Promise<Array<{ name: string; token: string }>> }): RouteSpec {
   return {
     method: 'GET', url: '/network-jwts', operationId: 'listNetworkJWTs', tag: 'Informational',
-    summary: 'List JWTs that let a client bootstrap trust in the network', auth: 'public',
+    summary: 'List JWTs that let a client bootstrap trust in the network', access: 'public',
     response: {
       200: Type.Object({
         data: Type.Array(Type.Object({ name: Type.String(), token: Type.String() })),

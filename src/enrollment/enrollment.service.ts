@@ -8,6 +8,7 @@
  * every rule that depends on stored state (the identity and CA exist, no enrollment of the same method is
  * outstanding) is checked inside the transaction that writes the row.
  */
+import { endApiSessionsOf } from '../auth/api-session.service.ts';
 import { randomUUID } from 'node:crypto';
 import { ApiError, fieldError, notFound } from '../errors.ts';
 import { newEntityId, newShortId } from '../ids.ts';
@@ -235,7 +236,8 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
   /**
    * Replaces an authenticator by an enrollment of the matching method (enrollment.md §6.2): updb becomes
    * updb with the same user name, a certificate from a third-party CA becomes ottca with that CA, any other
-   * certificate becomes ott. One transaction deletes the authenticator and stores the enrollment.
+   * certificate becomes ott. One transaction deletes the authenticator, stores the enrollment and ends the
+   * identity's API sessions: a credential being replaced must not keep its sessions.
    */
   async function reEnrollAuthenticator(authenticatorId: string, body: Record<string, unknown>): Promise<string> {
     const authenticator = getEntity(readTx(db), authenticatorResource.decl, authenticatorId);
@@ -252,6 +254,7 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
       if (deleted.changes !== 1) throw notFound('authenticator', authenticatorId);
       assertNoOutstanding(tx, identityId, method);
       insertPending(tx, pending);
+      endApiSessionsOf(tx, identityId);
     });
     return pending.id;
   }

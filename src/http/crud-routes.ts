@@ -8,11 +8,10 @@ import type { TSchema } from '@sinclair/typebox';
 import type { Resource } from '../resources/define-resource.ts';
 import type { ListResult } from '../resources/entity-service.ts';
 import type { Values } from '../store/entity-table.ts';
-import { can, type PermissionResource, type Action } from '../auth/permissions.ts';
+import type { Access, Action, PermissionResource } from '../auth/permissions.ts';
 import type { RouteSpec } from './route.ts';
 import { created, createEnvelope, detailEnvelope, empty, emptyEnvelope, list, listEnvelope, ok } from './envelope.ts';
 import { IdParams, ListQuery, RoleListQuery, listRequest } from './list-params.ts';
-import type { Caller } from './caller.ts';
 
 export interface CrudService {
   list(req: ReturnType<typeof listRequest>): ListResult;
@@ -25,10 +24,6 @@ export interface CrudService {
 
 export type Operation = 'list' | 'create' | 'detail' | 'update' | 'patch' | 'delete';
 
-export function allowedTo(resource: PermissionResource, action: Action) {
-  return (caller: Caller) => can(caller.identity, resource, action);
-}
-
 function pascal(s: string): string {
   return s.replace(/(^|-)([a-z])/g, (_m, _d, c: string) => c.toUpperCase());
 }
@@ -37,13 +32,17 @@ export interface CrudOptions {
   operations?: Operation[];
   roleFilter?: boolean;
   tag: string;
-  /** Overrides the permission resource (default: the resource's permission stem). */
-  permission?: PermissionResource;
+  /**
+   * Access rules that replace the default `<permission stem>.<action>` ones, for records no permission value
+   * covers: `read` for list and detail, `write` for the rest.
+   */
+  access?: { read: Access; write?: Access };
 }
 
 export function crudRoutes(resource: Resource, service: CrudService, opts: CrudOptions): RouteSpec[] {
   const ops = new Set(opts.operations ?? ['list', 'create', 'detail', 'update', 'patch', 'delete']);
-  const perm = (opts.permission ?? resource.permission) as PermissionResource;
+  const perm = resource.permission as PermissionResource;
+  const rule = (action: Action): Access => (action === 'read' ? opts.access?.read : opts.access?.write) ?? `${perm}.${action}`;
   const base = `/${resource.entityType}`;
   const name = pascal(resource.entityType);
   const singular = pascal(resource.singular.replace(/ /g, '-'));
@@ -55,7 +54,7 @@ export function crudRoutes(resource: Resource, service: CrudService, opts: CrudO
   if (ops.has('list')) {
     routes.push({
       method: 'GET', url: base, operationId: `list${name}`, tag: opts.tag, summary: `List ${resource.entityType}`,
-      auth: 'session', allow: allowedTo(perm, 'read'),
+      access: rule('read'),
       querystring: opts.roleFilter ? RoleListQuery : ListQuery,
       response: { 200: listEnvelope(detail) },
       handler: (req) => {
@@ -67,7 +66,7 @@ export function crudRoutes(resource: Resource, service: CrudService, opts: CrudO
   if (ops.has('create') && service.create && resource.schemas.create) {
     routes.push({
       method: 'POST', url: base, operationId: `create${singular}`, tag: opts.tag, summary: `Create a ${resource.singular}`,
-      auth: 'session', allow: allowedTo(perm, 'create'),
+      access: rule('create'),
       body: resource.schemas.create as TSchema,
       response: { 201: createEnvelope },
       handler: async (req, reply) => {
@@ -79,7 +78,7 @@ export function crudRoutes(resource: Resource, service: CrudService, opts: CrudO
   if (ops.has('detail')) {
     routes.push({
       method: 'GET', url: `${base}/:id`, operationId: `detail${singular}`, tag: opts.tag, summary: `Retrieve a ${resource.singular}`,
-      auth: 'session', allow: allowedTo(perm, 'read'), params: IdParams,
+      access: rule('read'), params: IdParams,
       response: { 200: detailEnvelope(detail) },
       handler: (req) => ok(service.present(service.get(id(req)))),
     });
@@ -90,7 +89,7 @@ export function crudRoutes(resource: Resource, service: CrudService, opts: CrudO
     routes.push({
       method: mode === 'update' ? 'PUT' : 'PATCH', url: `${base}/:id`, operationId: `${mode}${singular}`, tag: opts.tag,
       summary: `${mode === 'update' ? 'Update all fields of' : 'Update the supplied fields of'} a ${resource.singular}`,
-      auth: 'session', allow: allowedTo(perm, 'update'), params: IdParams, body: schema,
+      access: rule('update'), params: IdParams, body: schema,
       response: { 200: emptyEnvelope },
       handler: async (req) => {
         await service.update!(id(req), body(req), mode === 'update' ? 'put' : 'patch');
@@ -101,7 +100,7 @@ export function crudRoutes(resource: Resource, service: CrudService, opts: CrudO
   if (ops.has('delete') && service.remove) {
     routes.push({
       method: 'DELETE', url: `${base}/:id`, operationId: `delete${singular}`, tag: opts.tag, summary: `Delete a ${resource.singular}`,
-      auth: 'session', allow: allowedTo(perm, 'delete'), params: IdParams,
+      access: rule('delete'), params: IdParams,
       response: { 200: emptyEnvelope },
       handler: (req) => {
         service.remove!(id(req));

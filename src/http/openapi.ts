@@ -67,9 +67,9 @@ function operation(route: RouteSpec): Json {
     responses[status] = raw ? { description: raw } : { description: 'success', schema: toSwaggerSchema(s) };
   }
   responses['400'] = { description: 'invalid input (COULD_NOT_VALIDATE, INVALID_FILTER...)' };
-  if (route.auth !== 'public') responses['401'] = { description: 'no valid session, or not permitted' };
+  if (route.access !== 'public') responses['401'] = { description: 'no valid session, or not permitted' };
   const op: Json = { operationId: route.operationId, tags: [route.tag], summary: route.summary, parameters, responses };
-  if (route.auth !== 'public') op.security = [{ ztSession: [] }];
+  if (route.access !== 'public') op.security = [{ ztSession: [] }];
   if (route.consumes) op.consumes = route.consumes;
   if (route.produces) op.produces = route.produces;
   return op;

@@ -7,11 +7,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import type { TSchema } from '@sinclair/typebox';
 import { ApiError } from '../errors.ts';
-import type { Caller } from './caller.ts';
 import { authenticateRequest, type SessionResolver } from './authenticate-request.ts';
-
-/** `public`: no session; `session`: a fully authenticated session; `partial`: also one with MFA pending. */
-export type AuthMode = 'public' | 'session' | 'partial';
+import { authenticationOf, permits, type Access } from '../auth/permissions.ts';
 
 export interface RouteSpec {
   method: HTTPMethods;
@@ -20,9 +17,11 @@ export interface RouteSpec {
   operationId: string;
   tag: string;
   summary: string;
-  auth: AuthMode;
-  /** Permission check run after validation; a refusal answers 401 UNAUTHORIZED as upstream does. */
-  allow?: (caller: Caller) => boolean;
+  /**
+   * Who may call it (see `Access`): the session it needs, then the permission check run after validation;
+   * a refusal answers 401 UNAUTHORIZED as upstream does.
+   */
+  access: Access;
   body?: TSchema;
   querystring?: TSchema;
   params?: TSchema;
@@ -86,20 +85,23 @@ export function mountApi(app: FastifyInstance, api: ApiDefinition, resolveSessio
       response,
     };
     const consumes = route.consumes ?? ['application/json'];
+    const mode = authenticationOf(route.access);
     app.route({
       method: route.method,
       url: api.prefix + route.url,
       schema,
       config: { operationId: route.operationId, api: api.name },
       // Callback-style hooks: most requests finish each step synchronously, without a promise per hook.
-      onRequest: route.auth === 'public' ? undefined : (req, _reply, done) => settle(() => authenticateRequest(req, resolveSession, route.auth as 'session' | 'partial'), done),
+      onRequest: mode === 'public' ? undefined : (req, _reply, done) => settle(() => authenticateRequest(req, resolveSession, mode), done),
       preValidation: (req, _reply, done) => settle(() => assertContentType(req, consumes), done),
-      preHandler: route.allow
-        ? (req, _reply, done) =>
+      // The session hook already decided `partial` and `session`; every other rule checks the caller here.
+      preHandler: mode === 'public' || route.access === mode
+        ? undefined
+        : (req, _reply, done) =>
             settle(() => {
-              if (!req.caller || !route.allow!(req.caller)) throw new ApiError('UNAUTHORIZED');
-            }, done)
-        : undefined,
+              const caller = req.caller;
+              if (!caller || !permits(route.access, caller.identity, caller.isPartial)) throw new ApiError('UNAUTHORIZED');
+            }, done),
       handler: async (req, reply) => route.handler(req, reply),
     });
   }

@@ -6,7 +6,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { RouteSpec } from '../http/route.ts';
-import { allowedTo } from '../http/crud-routes.ts';
 import { callerOf } from '../http/caller.ts';
 import { IdParams } from '../http/list-params.ts';
 import { detailEnvelope, ok } from '../http/envelope.ts';
@@ -72,13 +71,13 @@ export function clientPostureRoutes(posture: PostureService): RouteSpec[] {
   return [
     {
       method: 'POST', url: '/posture-response', operationId: 'createPostureResponse', tag: 'Posture Checks',
-      summary: 'Submit a posture response', auth: 'session', body: AnyObject,
+      summary: 'Submit a posture response', access: 'session', body: AnyObject,
       response: { 201: detailEnvelope(PostureResponseSchema) },
       handler: (req, reply) => reply.code(201).send(ok(posture.submit(callerOf(req), [req.body], false))),
     },
     {
       method: 'POST', url: '/posture-response-bulk', operationId: 'createPostureResponseBulk', tag: 'Posture Checks',
-      summary: 'Submit several posture responses', auth: 'session', body: Type.Array(Type.Unsafe({})),
+      summary: 'Submit several posture responses', access: 'session', body: Type.Array(Type.Unsafe({})),
       response: { 201: detailEnvelope(PostureResponseSchema) },
       handler: (req, reply) => reply.code(201).send(ok(posture.submit(callerOf(req), req.body as unknown[], true))),
     },
@@ -89,7 +88,7 @@ export function managementPostureRoutes(posture: PostureService, identities: Ide
   return [
     {
       method: 'GET', url: '/identities/:id/posture-data', operationId: 'getIdentityPostureData', tag: 'Identity',
-      summary: 'The current posture data of an identity', auth: 'session', allow: allowedTo('identity', 'read'),
+      summary: 'The current posture data of an identity', access: 'identity.read',
       params: IdParams, response: { 200: detailEnvelope(PostureDataSchema) },
       handler: (req) => {
         identities.get(idOf(req));
@@ -99,7 +98,7 @@ export function managementPostureRoutes(posture: PostureService, identities: Ide
     {
       method: 'GET', url: '/identities/:id/failed-service-requests', operationId: 'getIdentityFailedServiceRequests', tag: 'Identity',
       // Any authenticated caller (management seed §4 rule 2).
-      summary: 'Recent session requests of an identity refused for posture', auth: 'session',
+      summary: 'Recent session requests of an identity refused for posture', access: 'identity.read',
       params: IdParams, response: { 200: detailEnvelope(Type.Array(FailedServiceRequestSchema)) },
       handler: (req) => {
         identities.get(idOf(req));

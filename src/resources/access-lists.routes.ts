@@ -8,7 +8,6 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { RouteSpec } from '../http/route.ts';
-import { allowedTo } from '../http/crud-routes.ts';
 import { ListQuery, listRequest } from '../http/list-params.ts';
 import { detailEnvelope, list, listEnvelope, okNullMeta } from '../http/envelope.ts';
 import { idSetCondition } from '../query/dialect.ts';
@@ -48,9 +47,8 @@ interface DerivedList {
   operationId: string;
   tag: string;
   summary: string;
-  permission: PermissionResource;
-  /** Any authenticated caller may list it (management seed §4 rule 2); otherwise `permission` read is needed. */
-  openToAnySession?: boolean;
+  /** The type of the listed records: reading the list needs read access to them, as upstream. */
+  listed: PermissionResource;
   item: TSchema;
   source: ListSource;
   querystring?: TSchema;
@@ -62,7 +60,7 @@ interface DerivedList {
 function derivedListRoute(spec: DerivedList): RouteSpec {
   return {
     method: 'GET', url: spec.url, operationId: spec.operationId, tag: spec.tag, summary: spec.summary,
-    auth: 'session', allow: spec.openToAnySession ? undefined : allowedTo(spec.permission, 'read'),
+    access: `${spec.listed}.read`,
     params: Type.Object({ id: Type.String({ minLength: 1 }) }), querystring: spec.querystring ?? ListQuery,
     response: { 200: listEnvelope(spec.item) },
     handler: (req) => {
@@ -106,64 +104,64 @@ export function accessListRoutes(deps: AccessListDeps): RouteSpec[] {
     // Policies matching an entity.
     derivedListRoute({
       url: '/identities/:id/service-policies', operationId: 'listIdentityServicePolicies', tag: 'Identity',
-      summary: 'List the service policies that affect an identity', permission: 'identity', openToAnySession: true, ...sp,
+      summary: 'List the service policies that affect an identity', listed: 'service-policy', ...sp,
       parent: identity, ids: policiesOf('identity', 'servicePolicy'),
     }),
     derivedListRoute({
       url: '/identities/:id/edge-router-policies', operationId: 'listIdentitysEdgeRouterPolicies', tag: 'Identity',
-      summary: 'List the edge router policies that affect an identity', permission: 'identity', openToAnySession: true, ...erp,
+      summary: 'List the edge router policies that affect an identity', listed: 'edge-router-policy', ...erp,
       parent: identity, ids: policiesOf('identity', 'edgeRouterPolicy'),
     }),
     derivedListRoute({
       url: '/services/:id/service-policies', operationId: 'listServiceServicePolicies', tag: 'Service',
-      summary: 'List the service policies that affect a service', permission: 'service', ...sp,
+      summary: 'List the service policies that affect a service', listed: 'service-policy', ...sp,
       parent: service, ids: policiesOf('service', 'servicePolicy'),
     }),
     derivedListRoute({
       url: '/services/:id/service-edge-router-policies', operationId: 'listServiceServiceEdgeRouterPolicies', tag: 'Service',
-      summary: 'List the service edge router policies that affect a service', permission: 'service', ...serp,
+      summary: 'List the service edge router policies that affect a service', listed: 'service-edge-router-policy', ...serp,
       parent: service, ids: policiesOf('service', 'serviceEdgeRouterPolicy'),
     }),
     derivedListRoute({
       url: '/edge-routers/:id/edge-router-policies', operationId: 'listEdgeRouterEdgeRouterPolicies', tag: 'Edge Router',
-      summary: 'List the edge router policies that affect an edge router', permission: 'router', openToAnySession: true, ...erp,
+      summary: 'List the edge router policies that affect an edge router', listed: 'edge-router-policy', ...erp,
       parent: edgeRouter, ids: policiesOf('edgeRouter', 'edgeRouterPolicy'),
     }),
     derivedListRoute({
       url: '/edge-routers/:id/service-edge-router-policies', operationId: 'listEdgeRouterServiceEdgeRouterPolicies', tag: 'Edge Router',
-      summary: 'List the service edge router policies that affect an edge router', permission: 'router', openToAnySession: true, ...serp,
+      summary: 'List the service edge router policies that affect an edge router', listed: 'service-edge-router-policy', ...serp,
       parent: edgeRouter, ids: policiesOf('edgeRouter', 'serviceEdgeRouterPolicy'),
     }),
     derivedListRoute({
       url: '/service-policies/:id/posture-checks', operationId: 'listServicePolicyPostureChecks', tag: 'Service Policy',
-      summary: 'List the posture checks a service policy includes', permission: 'service-policy',
+      summary: 'List the posture checks a service policy includes', listed: 'posture-check',
       source: deps.postureChecks, item: postureCheckResource.schemas.detail,
       parent: (id) => void deps.servicePolicies.get(id), ids: membersOf('postureCheckRoles'),
     }),
     // Identities reached by a policy or an entity.
     derivedListRoute({
       url: '/service-policies/:id/identities', operationId: 'listServicePolicyIdentities', tag: 'Service Policy',
-      summary: 'List the identities a service policy affects', permission: 'service-policy', ...identities,
+      summary: 'List the identities a service policy affects', listed: 'identity', ...identities,
       parent: (id) => void deps.servicePolicies.get(id), ids: membersOf('identityRoles'),
     }),
     derivedListRoute({
       url: '/edge-router-policies/:id/identities', operationId: 'listEdgeRouterPolicyIdentities', tag: 'Edge Router Policy',
-      summary: 'List the identities an edge router policy affects', permission: 'edge-router-policy', ...identities,
+      summary: 'List the identities an edge router policy affects', listed: 'identity', ...identities,
       parent: (id) => void deps.edgeRouterPolicies.get(id), ids: membersOf('identityRoles'),
     }),
     derivedListRoute({
       url: '/services/:id/identities', operationId: 'listServiceIdentities', tag: 'Service',
-      summary: 'List the identities that may dial or bind a service', permission: 'service', ...identities,
+      summary: 'List the identities that may dial or bind a service', listed: 'identity', ...identities,
       querystring: PolicyTypeQuery, parent: service, ids: (id, req) => index().identitiesOfService(id, policyTypeOf(req)),
     }),
     derivedListRoute({
       url: '/edge-routers/:id/identities', operationId: 'listEdgeRouterIdentities', tag: 'Edge Router',
-      summary: 'List the identities that may use an edge router', permission: 'router', ...identities,
+      summary: 'List the identities that may use an edge router', listed: 'identity', ...identities,
       parent: edgeRouter, ids: (id) => index().identitiesOfEdgeRouter(id),
     }),
     {
       method: 'GET', url: '/identities/:id/policy-advice/:serviceId', operationId: 'getIdentityPolicyAdvice', tag: 'Identity',
-      summary: 'Analyze the policies between an identity and a service', auth: 'session', allow: allowedTo('identity', 'read'),
+      summary: 'Analyze the policies between an identity and a service', access: 'service.read',
       params: Type.Object({ id: Type.String({ minLength: 1 }), serviceId: Type.String({ minLength: 1 }) }),
       response: { 200: detailEnvelope(PolicyAdvice, 'null') },
       handler: (req) => {

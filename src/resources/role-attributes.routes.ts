@@ -4,7 +4,6 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { RouteSpec } from '../http/route.ts';
-import { allowedTo } from '../http/crud-routes.ts';
 import { ListQuery, listRequest } from '../http/list-params.ts';
 import { list } from '../http/envelope.ts';
 import { ListMeta } from './common.schema.ts';
@@ -32,7 +31,7 @@ export function listRoleAttributes(db: Db, table: string, req: ReturnType<typeof
 export function roleAttributeListRoute(spec: RoleAttributeListSpec): RouteSpec {
   return {
     method: 'GET', url: spec.url, operationId: spec.operationId, tag: spec.tag,
-    summary: 'List the role attributes in use', auth: 'session', allow: allowedTo(spec.permission, 'read'),
+    summary: 'List the role attributes in use', access: `${spec.permission}.read`,
     querystring: ListQuery,
     response: { 200: Type.Object({ data: Type.Array(Type.String()), meta: ListMeta }) },
     handler: (req) => {

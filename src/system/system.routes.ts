@@ -33,7 +33,7 @@ const cacertsResponse = { raw: 'base64 encoded PKCS#7 bundle of the CA certifica
 export function versionRoutes(info: SystemInfo, operationPrefix = ''): RouteSpec[] {
   const versionRoute = (url: string, operationId: string): RouteSpec => ({
     method: 'GET', url, operationId: operationPrefix + operationId, tag: 'Informational', summary: 'Version information',
-    auth: 'public', response: { 200: detailEnvelope(VersionDetail) },
+    access: 'public', response: { 200: detailEnvelope(VersionDetail) },
     handler: () => ok(info.version()),
   });
   return [versionRoute('/', 'listRoot'), versionRoute('/version', 'listVersion')];
@@ -42,7 +42,7 @@ export function versionRoutes(info: SystemInfo, operationPrefix = ''): RouteSpec
 export function cacertsRoute(info: SystemInfo, operationPrefix = ''): RouteSpec {
   return {
     method: 'GET', url: '/.well-known/est/cacerts', operationId: operationPrefix + 'listWellKnownCas', tag: 'Well Known',
-    summary: 'CA certificates that clients use to trust the controller', auth: 'public',
+    summary: 'CA certificates that clients use to trust the controller', access: 'public',
     produces: ['application/pkcs7-mime'], response: { 200: cacertsResponse },
     handler: (_req, reply) =>
       reply.header('content-type', 'application/pkcs7-mime').header('content-transfer-encoding', 'base64').send(info.caBundlePkcs7()),
@@ -56,17 +56,17 @@ export function systemRoutes(info: SystemInfo, controllers: ControllerService, a
     cacertsRoute(info),
     {
       method: 'GET', url: '/enumerated-capabilities', operationId: 'listEnumeratedCapabilities', tag, summary: 'Capabilities this controller knows',
-      auth: 'public', response: { 200: detailEnvelope(Type.Array(Type.String())) },
+      access: 'public', response: { 200: detailEnvelope(Type.Array(Type.String())) },
       handler: () => ok(info.enumeratedCapabilities()),
     },
     {
       method: 'GET', url: '/specs', operationId: 'listSpecs', tag, summary: 'The API documents this controller serves',
-      auth: 'public', response: { 200: detailEnvelope(Type.Array(SpecDetail)) },
+      access: 'public', response: { 200: detailEnvelope(Type.Array(SpecDetail)) },
       handler: () => ok(info.specs()),
     },
     {
       method: 'GET', url: '/specs/:id', operationId: 'detailSpec', tag, summary: 'One API document record',
-      auth: 'public', params: IdParams, response: { 200: detailEnvelope(SpecDetail) },
+      access: 'public', params: IdParams, response: { 200: detailEnvelope(SpecDetail) },
       handler: (req) => {
         const id = (req.params as { id: string }).id;
         const spec = info.specs().find((s) => s.id === id);
@@ -76,7 +76,7 @@ export function systemRoutes(info: SystemInfo, controllers: ControllerService, a
     },
     {
       method: 'GET', url: '/specs/:id/spec', operationId: 'detailSpecBody', tag, summary: 'An API document (YAML by default, JSON on request)',
-      auth: 'public', params: IdParams, produces: ['text/yaml', 'application/json'], response: { 200: { raw: 'the OpenAPI document' } },
+      access: 'public', params: IdParams, produces: ['text/yaml', 'application/json'], response: { 200: { raw: 'the OpenAPI document' } },
       handler: (req, reply) => {
         const id = (req.params as { id: string }).id;
         const doc = info.specDocument(id);
@@ -90,7 +90,7 @@ export function systemRoutes(info: SystemInfo, controllers: ControllerService, a
     },
     {
       method: 'GET', url: '/controllers', operationId: 'listControllers', tag, summary: 'Controllers of this network',
-      auth: 'session', querystring: ListQuery, response: { 200: listEnvelope(controllerResource.schemas.detail) },
+      access: 'session', querystring: ListQuery, response: { 200: listEnvelope(controllerResource.schemas.detail) },
       handler: (req) => {
         const r = controllers.list(listRequest(req));
         return list(r.items.map(controllers.presentFor(api)), r.page, r.filterableFields);
@@ -100,13 +100,13 @@ export function systemRoutes(info: SystemInfo, controllers: ControllerService, a
   if (api === 'client') {
     routes.push({
       method: 'GET', url: '/protocols', operationId: 'listProtocols', tag, summary: 'Edge protocols this controller listens on',
-      auth: 'public', response: { 200: detailEnvelope(Type.Record(Type.String(), Type.Object({ address: Type.String() }))) },
+      access: 'public', response: { 200: detailEnvelope(Type.Record(Type.String(), Type.Object({ address: Type.String() }))) },
       handler: () => ok(info.protocols()),
     });
   } else {
     routes.push({
       method: 'GET', url: '/summary', operationId: 'listSummary', tag, summary: 'Record counts by type',
-      auth: 'session', response: { 200: detailEnvelope(Type.Record(Type.String(), Type.Integer()), 'null') },
+      access: 'admin', response: { 200: detailEnvelope(Type.Record(Type.String(), Type.Integer()), 'null') },
       handler: () => okNullMeta(info.summary()),
     });
   }

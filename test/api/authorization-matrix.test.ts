@@ -1,116 +1,84 @@
 /**
- * Authorization matrix over EVERY management operation of the reference spec: each is called with no
- * session, as a non-admin without permissions, as `admin_readonly`, with single scoped permissions and as
- * an admin, using placeholder ids and bodies that satisfy the declared schema (so a refusal is not hidden
- * behind a validation error). Refusals must be upstream's 401 UNAUTHORIZED error (with the "missing"
- * challenge when no session was sent); allowed calls may answer anything but 401/403 (a 404 for the
- * placeholder id counts as allowed).
- *
- * Which operations any authenticated caller may use follows the management seed §4 rule 2 (posture checks
- * and their types, config type delete, list controllers, the listed identity and edge router sub-lists,
- * terminators of a service) plus §4.2 (summary: Session, not admin), and the caller's own session and
- * identity operations. Everything else needs admin, `admin_readonly` for reads, or a matching permission.
+ * Authorization matrix over EVERY operation of both reference specs: each is called with no session, with a
+ * partial session (MFA pending), as a plain non-admin, as `admin_readonly`, with each fine-grained permission
+ * value on its own, and as an admin, using placeholder ids and bodies that satisfy the declared schema (so a
+ * refusal is not hidden behind a validation error). The expected answer of each call comes from upstream's
+ * route declarations (`test/support/upstream-access.ts`), never from the project's own: refusals must be
+ * upstream's 401 UNAUTHORIZED error (with the "missing" challenge when no session was sent); allowed calls may
+ * answer anything but 401/403 (a 404 for the placeholder id counts as allowed).
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { Secret, TOTP } from 'otpauth';
 import { startTestController, type TestController } from '../support/controller.ts';
 import { createUserWithPassword } from '../support/factories.ts';
 import { createClient, type HttpClient, type HttpResponse } from '../support/client.ts';
 import { basePath, operationProbes, type OperationProbe } from '../support/operation-probes.ts';
+import { upstreamAccess } from '../support/upstream-access.ts';
+import type { ApiName } from '../support/reference-spec.ts';
 
 const tc: TestController = await startTestController();
-const BASE = basePath('management');
 
-/** Operations of the caller's own session and identity: any session may use them. */
-const SELF = /^\/(current-identity|current-api-session|authenticate)(\/|$)/;
+/** Every permission value an identity can hold (seeds: the fixed vocabulary). */
+const RESOURCES = [
+  'auth-policy', 'ca', 'config', 'config-type', 'edge-router-policy', 'enrollment', 'external-jwt-signer', 'identity',
+  'posture-check', 'router', 'service', 'service-edge-router-policy', 'service-policy', 'terminator',
+];
+const PERMISSION_VALUES = [
+  ...RESOURCES.flatMap((r) => [r, `${r}.read`, `${r}.create`, `${r}.update`, `${r}.delete`]),
+  'ops', 'ops.read', 'ops.update', 'ops.delete',
+];
 
-/** Seeds management §4 rule 2 and §4.2: authenticated, but no admin or permission needed. */
-const OPEN_TO_ANY_SESSION = new Set([
-  'GET /posture-checks',
-  'POST /posture-checks',
-  'GET /posture-checks/{id}',
-  'PUT /posture-checks/{id}',
-  'PATCH /posture-checks/{id}',
-  'DELETE /posture-checks/{id}',
-  'GET /posture-check-types',
-  'GET /posture-check-types/{id}',
-  'DELETE /config-types/{id}',
-  'GET /controllers',
-  'GET /identities/{id}/authenticators',
-  'GET /identities/{id}/enrollments',
-  'GET /identities/{id}/failed-service-requests',
-  'GET /identities/{id}/edge-router-policies',
-  'GET /identities/{id}/service-policies',
-  'GET /edge-routers/{id}/edge-router-policies',
-  'GET /edge-routers/{id}/service-edge-router-policies',
-  'GET /services/{id}/terminators',
-  'GET /summary',
+/**
+ * Operations that authenticate by the client certificate presented over mutual TLS: without one they answer
+ * 401, which is not a permission refusal (the pattern must match the cause when there is one).
+ */
+const NEEDS_CLIENT_CERTIFICATE = new Map([
+  ['POST /current-identity/authenticators/{id}/extend', /certificate/i],
+  ['POST /enroll/extend/router', undefined],
 ]);
 
-/** Operations that need the caller's client certificate over mutual TLS: without one they answer 401 with a cause. */
-const NEEDS_CLIENT_CERTIFICATE = new Set(['POST /current-identity/authenticators/{id}/extend']);
+/**
+ * Refusals upstream makes in the handler, after the route's rule let a non-admin through: the cause says why.
+ * (The other handler checks on identities depend on the record or body and have tests of their own.)
+ */
+const NON_ADMIN_HANDLER_REFUSALS = new Map([['PUT /identities/{id}', /non-admins may not use the PUT method/]]);
 
-/** Permission resource of each record group's plain CRUD paths (`/<group>` and `/<group>/{id}`). */
-const RESOURCE_OF: Record<string, string> = {
-  'auth-policies': 'auth-policy',
-  cas: 'ca',
-  configs: 'config',
-  'config-types': 'config-type',
-  'edge-router-policies': 'edge-router-policy',
-  'edge-routers': 'router',
-  'transit-routers': 'router',
-  routers: 'router',
-  enrollments: 'enrollment',
-  'external-jwt-signers': 'external-jwt-signer',
-  identities: 'identity',
-  'posture-checks': 'posture-check',
-  'service-edge-router-policies': 'service-edge-router-policy',
-  'service-policies': 'service-policy',
-  services: 'service',
-  terminators: 'terminator',
-  'api-sessions': 'ops',
-  sessions: 'ops',
-};
-
-const ACTION_OF: Record<string, string> = { GET: 'read', POST: 'create', PUT: 'update', PATCH: 'update', DELETE: 'delete' };
-
-const key = (p: OperationProbe) => `${p.method} ${p.path}`;
-const isOpen = (p: OperationProbe) => p.isPublic || SELF.test(p.path) || OPEN_TO_ANY_SESSION.has(key(p));
-
-/** `resource` and `action` of a plain CRUD operation, else undefined. */
-function crudTarget(p: OperationProbe): { resource: string; action: string } | undefined {
-  const m = /^\/([a-z-]+)(\/\{id\})?$/.exec(p.path);
-  const resource = m ? RESOURCE_OF[m[1]] : undefined;
-  return resource ? { resource, action: ACTION_OF[p.method] } : undefined;
+interface Profile {
+  name: string;
+  partial?: boolean;
+  admin?: boolean;
+  permissions: string[];
 }
 
-const probes = operationProbes('management');
+/** Whether upstream lets a caller of this profile through the rule (undefined profile: no session at all). */
+function expectedAllowed(rule: string, who: Profile | undefined): boolean {
+  if (rule === 'public') return true;
+  if (!who) return false;
+  if (rule === 'partial') return true;
+  if (who.partial) return false;
+  if (rule === 'session' || who.admin) return true;
+  const held = who.permissions;
+  if (rule === 'admin') return false;
+  if (rule === 'admin-read') return held.includes('admin_readonly');
+  const dot = rule.lastIndexOf('.');
+  const [resource, action] = [rule.slice(0, dot), rule.slice(dot + 1)];
+  return (action === 'read' && held.includes('admin_readonly')) || held.includes(resource) || held.includes(rule);
+}
+
+const key = (p: OperationProbe) => `${p.method} ${p.path}`;
+const isLogout = (p: OperationProbe) => key(p) === 'DELETE /current-api-session';
+
+const probes: OperationProbe[] = (['client', 'management'] as ApiName[]).flatMap((api) => operationProbes(api));
 // Logging out ends the caller's session, so it goes last.
-probes.sort((a, b) => Number(key(a) === 'DELETE /current-api-session') - Number(key(b) === 'DELETE /current-api-session'));
+probes.sort((a, b) => Number(isLogout(a)) - Number(isLogout(b)));
+const ruleOf = (p: OperationProbe) => upstreamAccess[p.api][key(p)];
 
 async function call(client: HttpClient, p: OperationProbe): Promise<HttpResponse> {
-  return client.request(p.method, p.url, {
+  return client.request(p.method, basePath(p.api) + p.url, {
     headers: p.headers,
     ...(p.rawBody !== undefined ? { rawBody: p.rawBody, contentType: p.contentType } : p.body !== undefined ? { body: p.body } : {}),
   });
-}
-
-/** Calls every probe (in parallel batches; logout last) and returns the answers by operation. */
-async function callAll(client: HttpClient): Promise<Map<string, HttpResponse>> {
-  const answers = new Map<string, HttpResponse>();
-  const last = probes.filter((p) => key(p) === 'DELETE /current-api-session');
-  const rest = probes.filter((p) => !last.includes(p));
-  for (let i = 0; i < rest.length; i += 16) {
-    const batch = rest.slice(i, i + 16);
-    const results = await Promise.all(batch.map((p) => call(client, p)));
-    batch.forEach((p, j) => answers.set(key(p), results[j]));
-  }
-  for (const p of last) answers.set(key(p), await call(client, p));
-  return answers;
-}
-
-function describeAnswer(res: HttpResponse): string {
-  return `${res.status} ${res.text.slice(0, 200)}`;
 }
 
 function isPermissionRefusal(res: HttpResponse): boolean {
@@ -120,79 +88,106 @@ function isPermissionRefusal(res: HttpResponse): boolean {
 function isAllowed(p: OperationProbe, res: HttpResponse): boolean {
   if (res.status === 403) return false;
   if (res.status !== 401) return true;
-  // Needing a client certificate is not a permission refusal.
-  return NEEDS_CLIENT_CERTIFICATE.has(key(p)) && /certificate/i.test(String(res.body?.error?.cause?.message));
+  if (!NEEDS_CLIENT_CERTIFICATE.has(key(p))) return false;
+  const cause = NEEDS_CLIENT_CERTIFICATE.get(key(p));
+  return cause === undefined || cause.test(String(res.body?.error?.cause?.message));
 }
 
-/** Collects every mismatch so one run shows the whole matrix's failures. */
-function check(
-  answers: Map<string, HttpResponse>,
-  expectAllowed: (p: OperationProbe) => boolean | undefined,
-): string[] {
+/**
+ * Calls the selected operations as `who` (in parallel batches) and returns every mismatch with the expected
+ * answer, so one run shows the whole matrix's failures. Each logout gets a session of its own.
+ */
+async function mismatches(session: () => Promise<HttpClient>, who: Profile | undefined, select: (p: OperationProbe) => boolean = () => true): Promise<string[]> {
+  const chosen = probes.filter(select);
+  const client = await session();
   const problems: string[] = [];
-  for (const p of probes) {
-    const res = answers.get(key(p))!;
-    const allowed = expectAllowed(p);
-    if (allowed === undefined) continue;
-    if (allowed && !isAllowed(p, res)) problems.push(`${key(p)} should be allowed, got ${describeAnswer(res)}`);
-    if (!allowed) {
-      if (!isPermissionRefusal(res)) problems.push(`${key(p)} should be refused with 401 UNAUTHORIZED, got ${describeAnswer(res)}`);
-      else if (res.body?.meta?.apiVersion !== '0.0.1') problems.push(`${key(p)} refusal lacks the error meta`);
+  const check = (p: OperationProbe, res: HttpResponse) => {
+    const allowed = expectedAllowed(ruleOf(p), who);
+    const at = `${p.api} ${key(p)} [${ruleOf(p)}]`;
+    const handlerRefusal = p.api === 'management' && who && !who.admin ? NON_ADMIN_HANDLER_REFUSALS.get(key(p)) : undefined;
+    if (allowed && handlerRefusal) {
+      if (!isPermissionRefusal(res) || !handlerRefusal.test(String(res.body?.error?.cause?.message))) problems.push(`${at} should be refused by the handler (${handlerRefusal}), got ${res.status} ${res.text.slice(0, 160)}`);
+      return;
     }
+    if (allowed && !isAllowed(p, res)) problems.push(`${at} should be allowed, got ${res.status} ${res.text.slice(0, 160)}`);
+    if (!allowed) {
+      if (!isPermissionRefusal(res)) problems.push(`${at} should be refused with 401 UNAUTHORIZED, got ${res.status} ${res.text.slice(0, 160)}`);
+      else if (res.body?.meta?.apiVersion !== '0.0.1') problems.push(`${at} refusal lacks the error meta`);
+    }
+  };
+  const last = chosen.filter(isLogout);
+  const rest = chosen.filter((p) => !isLogout(p));
+  for (let i = 0; i < rest.length; i += 16) {
+    const batch = rest.slice(i, i + 16);
+    const results = await Promise.all(batch.map((p) => call(client, p)));
+    batch.forEach((p, j) => check(p, results[j]));
   }
+  for (const p of last) check(p, await call(await session(), p));
   return problems;
 }
 
-async function sessionWith(permissions: string[], isAdmin = false): Promise<HttpClient> {
-  const user = await createUserWithPassword(tc, { permissions, isAdmin });
-  return tc.mgmt.as({ token: user.token });
+async function sessionOf(who: Profile): Promise<HttpClient> {
+  const user = await createUserWithPassword(tc, { permissions: who.permissions, isAdmin: who.admin === true });
+  if (!who.partial) return tc.http.as({ token: user.token });
+  // Enroll and verify TOTP MFA, then log in again: the new session is partial until the code is sent.
+  const full = tc.http.as({ token: user.token });
+  assert.equal((await full.post('/edge/client/v1/current-identity/mfa')).status, 201);
+  const detail = await full.get('/edge/client/v1/current-identity/mfa');
+  const secret = new URL(detail.body.data.provisioningUrl).searchParams.get('secret') as string;
+  const code = new TOTP({ secret: Secret.fromBase32(secret) }).generate();
+  assert.equal((await full.post('/edge/client/v1/current-identity/mfa/verify', { code })).status, 200);
+  const login = await tc.http.post('/edge/client/v1/authenticate?method=password', { username: user.username, password: user.password });
+  assert.equal(login.status, 200, login.text);
+  assert.ok(Array.isArray(login.body.data.authQueries) && login.body.data.authQueries.length > 0, 'the session is partial');
+  return tc.http.as({ token: login.body.data.token as string });
 }
 
-describe('authorization matrix over every management operation', () => {
-  it('covers the whole reference spec', () => {
-    assert.ok(probes.length >= 190, `only ${probes.length} operations`);
+describe('authorization matrix over every operation of both APIs', () => {
+  it('has upstream\'s rule for every operation of the reference specs', () => {
+    assert.ok(probes.length >= 255, `only ${probes.length} operations`);
+    const unknown = probes.filter((p) => ruleOf(p) === undefined).map((p) => `${p.api} ${key(p)}`);
+    assert.deepEqual(unknown, []);
   });
 
   it('no session: 401 UNAUTHORIZED with the "missing" challenge, except for public operations', async () => {
-    const answers = await callAll(createClient(tc.http.baseUrl + BASE, tc.ca));
-    const problems = check(answers, (p) => p.isPublic);
-    for (const p of probes) {
-      const res = answers.get(key(p))!;
-      if (p.isPublic || p.path === '/authenticate/mfa') continue;
+    const client = createClient(tc.http.baseUrl, tc.ca);
+    const problems = await mismatches(async () => client, undefined);
+    for (const p of probes.filter((q) => ruleOf(q) !== 'public' && q.path !== '/authenticate/mfa')) {
+      const res = await call(client, p);
       if (isPermissionRefusal(res) && !/error="missing"/.test(String(res.headers['www-authenticate']))) {
-        problems.push(`${key(p)} refusal lacks the "missing" challenge`);
+        problems.push(`${p.api} ${key(p)} refusal lacks the "missing" challenge`);
       }
     }
     assert.deepEqual(problems, []);
   });
 
-  it('a non-admin without permissions may use only the open and self operations', async () => {
-    const answers = await callAll(await sessionWith([]));
-    assert.deepEqual(check(answers, isOpen), []);
-  });
-
-  it('admin_readonly may read everything and change nothing that needs admin', async () => {
-    const answers = await callAll(await sessionWith(['admin_readonly']));
-    assert.deepEqual(check(answers, (p) => isOpen(p) || p.method === 'GET'), []);
-  });
-
-  for (const permission of ['service.read', 'service', 'ops.read', 'identity', 'edge-router-policy.delete', 'terminator.create', 'config-type.update']) {
-    it(`a session with only "${permission}" may use exactly that part of the CRUD operations`, async () => {
-      const [resource, action] = permission.split('.');
-      const answers = await callAll(await sessionWith([permission]));
-      const problems = check(answers, (p) => {
-        if (isOpen(p)) return true;
-        const target = crudTarget(p);
-        // Operations outside the plain CRUD groups are checked by the admin/no-permission cases.
-        if (!target) return undefined;
-        return target.resource === resource && (action === undefined || target.action === action);
-      });
-      assert.deepEqual(problems, []);
+  const profiles: Profile[] = [
+    { name: 'a partial session (MFA pending)', partial: true, permissions: [] },
+    { name: 'a partial session of an admin', partial: true, admin: true, permissions: [] },
+    { name: 'a non-admin without permissions', permissions: [] },
+    { name: 'admin_readonly', permissions: ['admin_readonly'] },
+    { name: 'an admin', admin: true, permissions: [] },
+  ];
+  for (const who of profiles) {
+    it(`${who.name}: exactly upstream's answers`, async () => {
+      assert.deepEqual(await mismatches(() => sessionOf(who), who, (p) => ruleOf(p) !== 'public'), []);
     });
   }
 
-  it('an admin is never refused', async () => {
-    const answers = await callAll(await sessionWith([], true));
-    assert.deepEqual(check(answers, () => true), []);
+  it('each fine-grained permission value alone opens exactly its own operations', async () => {
+    const problems: string[] = [];
+    for (const value of PERMISSION_VALUES) {
+      const who: Profile = { name: value, permissions: [value] };
+      // Every operation that is not open to any session: a value must not open one of another resource.
+      const found = await mismatches(() => sessionOf(who), who, (p) => !['public', 'partial', 'session'].includes(ruleOf(p)) && !isLogout(p));
+      problems.push(...found.map((f) => `with "${value}": ${f}`));
+    }
+    assert.deepEqual(problems, []);
+  });
+
+  it('permission values combine: a sub-list needs read access to the listed type', async () => {
+    const who: Profile = { name: 'policy readers', permissions: ['service-policy.read', 'edge-router-policy.read', 'service-edge-router-policy.read', 'config.read'] };
+    const subLists = (p: OperationProbe) => p.method === 'GET' && /\/\{id\}\/[a-z-]+$/.test(p.path) && ruleOf(p) !== 'session';
+    assert.deepEqual(await mismatches(() => sessionOf(who), who, subLists), []);
   });
 });

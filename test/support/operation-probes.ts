@@ -76,7 +76,8 @@ export function sampleValue(doc: Schema, schema: Schema, depth = 0): unknown {
   if (Array.isArray(schema.allOf)) {
     const merged: Record<string, unknown> = {};
     for (const part of schema.allOf as Schema[]) {
-      const value = sampleValue(doc, part, depth + 1);
+      // A part that names the discriminated base contributes the base's own members, not another subtype.
+      const value = sampleValue(doc, resolve(doc, part), depth + 1);
       if (value && typeof value === 'object' && !Array.isArray(value)) Object.assign(merged, value);
     }
     return merged;

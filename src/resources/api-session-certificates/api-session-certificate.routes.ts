@@ -15,7 +15,7 @@ export function apiSessionCertificateRoutes(certificates: ApiSessionCertificateS
   return [
     {
       method: 'GET', url: '/current-api-session/certificates', operationId: 'listCurrentApiSessionCertificates', tag,
-      summary: 'List the certificates of the current API session', auth: 'session', querystring: ListQuery,
+      summary: 'List the certificates of the current API session', access: 'session', querystring: ListQuery,
       response: { 200: listEnvelope(apiSessionCertificateDetail) },
       handler: (req) => {
         const r = certificates.list(callerOf(req).apiSession.id, listRequest(req));
@@ -24,7 +24,7 @@ export function apiSessionCertificateRoutes(certificates: ApiSessionCertificateS
     },
     {
       method: 'POST', url: '/current-api-session/certificates', operationId: 'createCurrentApiSessionCertificate', tag,
-      summary: 'Sign a CSR as a short-lived certificate of the current API session', auth: 'session',
+      summary: 'Sign a CSR as a short-lived certificate of the current API session', access: 'session',
       body: apiSessionCertificateCreate, response: { 201: detailEnvelope(apiSessionCertificateCreated) },
       handler: async (req, reply) => {
         const { csr } = req.body as { csr: string };
@@ -43,14 +43,14 @@ export function apiSessionCertificateRoutes(certificates: ApiSessionCertificateS
     },
     {
       method: 'GET', url: '/current-api-session/certificates/:id', operationId: 'detailCurrentApiSessionCertificate', tag,
-      summary: 'Retrieve a certificate of the current API session', auth: 'session', params: IdParams,
+      summary: 'Retrieve a certificate of the current API session', access: 'session', params: IdParams,
       // Upstream answers this one with a null meta.
       response: { 200: detailEnvelope(apiSessionCertificateDetail, 'null') },
       handler: (req) => okNullMeta(certificates.get(callerOf(req).apiSession.id, id(req.params))),
     },
     {
       method: 'DELETE', url: '/current-api-session/certificates/:id', operationId: 'deleteCurrentApiSessionCertificate', tag,
-      summary: 'Delete a certificate of the current API session', auth: 'session', params: IdParams,
+      summary: 'Delete a certificate of the current API session', access: 'session', params: IdParams,
       response: { 200: emptyEnvelope },
       handler: (req) => {
         certificates.remove(callerOf(req).apiSession.id, id(req.params));

@@ -3,7 +3,6 @@
  * `admin_readonly` or `ops.read`; deleting needs admin or `ops.delete`.
  */
 import type { RouteSpec } from '../../http/route.ts';
-import { allowedTo } from '../../http/crud-routes.ts';
 import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
 import { detailEnvelope, empty, emptyEnvelope, list, listEnvelope, ok } from '../../http/envelope.ts';
 import type { Db } from '../../store/database.ts';
@@ -21,7 +20,7 @@ export function apiSessionRoutes(db: Db, apiSessions: ApiSessionService, auth: A
   return [
     {
       method: 'GET', url: '/api-sessions', operationId: 'listAPISessions', tag, summary: 'List API sessions',
-      auth: 'session', allow: allowedTo('ops', 'read'), querystring: ListQuery,
+      access: 'ops.read', querystring: ListQuery,
       response: { 200: listEnvelope(apiSessionDetail) },
       handler: (req) => {
         const q = compileListQuery(apiSessionSymbols, listRequest(req));
@@ -35,7 +34,7 @@ export function apiSessionRoutes(db: Db, apiSessions: ApiSessionService, auth: A
     },
     {
       method: 'GET', url: '/api-sessions/:id', operationId: 'detailAPISessions', tag, summary: 'Retrieve an API session',
-      auth: 'session', allow: allowedTo('ops', 'read'), params: IdParams,
+      access: 'ops.read', params: IdParams,
       response: { 200: detailEnvelope(apiSessionDetail) },
       handler: (req) => {
         const id = (req.params as { id: string }).id;
@@ -44,7 +43,7 @@ export function apiSessionRoutes(db: Db, apiSessions: ApiSessionService, auth: A
     },
     {
       method: 'DELETE', url: '/api-sessions/:id', operationId: 'deleteAPISessions', tag, summary: 'End an API session',
-      auth: 'session', allow: allowedTo('ops', 'delete'), params: IdParams, response: { 200: emptyEnvelope },
+      access: 'ops.delete', params: IdParams, response: { 200: emptyEnvelope },
       handler: (req) => {
         const id = (req.params as { id: string }).id;
         withTransaction(db, (tx) => {

@@ -4,7 +4,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { RouteSpec } from '../../http/route.ts';
-import { allowedTo, crudRoutes } from '../../http/crud-routes.ts';
+import { crudRoutes } from '../../http/crud-routes.ts';
 import { created, createEnvelope, empty, emptyEnvelope } from '../../http/envelope.ts';
 import { IdParams } from '../../http/list-params.ts';
 import { authPolicyPatchSchema, authPolicyResource, authPolicyWriteSchema } from './auth-policy.resource.ts';
@@ -18,7 +18,7 @@ export function authPolicyRoutes(service: AuthPolicyService): RouteSpec[] {
     ...crudRoutes(authPolicyResource, service, { tag, operations: ['list', 'detail', 'delete'] }),
     {
       method: 'POST', url: '/auth-policies', operationId: 'createAuthPolicy', tag, summary: 'Create an auth policy',
-      auth: 'session', allow: allowedTo('auth-policy', 'create'), body: authPolicyWriteSchema,
+      access: 'auth-policy.create', body: authPolicyWriteSchema,
       response: { 201: createEnvelope },
       handler: (req, reply) => {
         const newId = service.create(body(req));
@@ -27,7 +27,7 @@ export function authPolicyRoutes(service: AuthPolicyService): RouteSpec[] {
     },
     {
       method: 'PUT', url: '/auth-policies/:id', operationId: 'updateAuthPolicy', tag, summary: 'Update all fields of an auth policy',
-      auth: 'session', allow: allowedTo('auth-policy', 'update'), params: IdParams, body: authPolicyWriteSchema,
+      access: 'auth-policy.update', params: IdParams, body: authPolicyWriteSchema,
       response: { 200: emptyEnvelope },
       handler: (req) => {
         service.update(id(req), body(req), 'put');
@@ -36,7 +36,7 @@ export function authPolicyRoutes(service: AuthPolicyService): RouteSpec[] {
     },
     {
       method: 'PATCH', url: '/auth-policies/:id', operationId: 'patchAuthPolicy', tag, summary: 'Update the supplied fields of an auth policy',
-      auth: 'session', allow: allowedTo('auth-policy', 'update'), params: IdParams, body: authPolicyPatchSchema,
+      access: 'auth-policy.update', params: IdParams, body: authPolicyPatchSchema,
       response: { 200: emptyEnvelope },
       handler: (req) => {
         service.update(id(req), body(req), 'patch');

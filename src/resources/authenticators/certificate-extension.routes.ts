@@ -19,7 +19,7 @@ export function certificateExtensionRoutes(extension: CertificateExtension): Rou
   return [
     {
       method: 'POST', url: '/current-identity/authenticators/:id/extend', operationId: 'extendCurrentIdentityAuthenticator', tag,
-      summary: 'Issue a new certificate for one of the caller\'s certificate authenticators', auth: 'session',
+      summary: 'Issue a new certificate for one of the caller\'s certificate authenticators', access: 'session',
       params: IdParams, body: ExtendRequest, response: { 200: detailEnvelope(ExtendCerts) },
       handler: async (req) => {
         const { clientCertCsr } = req.body as { clientCertCsr: string };
@@ -28,7 +28,7 @@ export function certificateExtensionRoutes(extension: CertificateExtension): Rou
     },
     {
       method: 'POST', url: '/current-identity/authenticators/:id/extend-verify', operationId: 'extendVerifyCurrentIdentityAuthenticator', tag,
-      summary: 'Confirm receipt of the extended certificate, which then replaces the old one', auth: 'session',
+      summary: 'Confirm receipt of the extended certificate, which then replaces the old one', access: 'session',
       params: IdParams, body: ExtendVerifyRequest, response: { 200: emptyEnvelope },
       handler: (req) => {
         extension.verify(callerOf(req).identity.id, id(req.params), (req.body as { clientCert: string }).clientCert);

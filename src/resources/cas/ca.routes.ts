@@ -3,7 +3,7 @@
  * the static auto-enrollment JWT, answered raw as `application/jwt`.
  */
 import type { RouteSpec } from '../../http/route.ts';
-import { allowedTo, crudRoutes } from '../../http/crud-routes.ts';
+import { crudRoutes } from '../../http/crud-routes.ts';
 import { IdParams } from '../../http/list-params.ts';
 import { empty, emptyEnvelope } from '../../http/envelope.ts';
 import { caResource } from './ca.resource.ts';
@@ -15,7 +15,7 @@ export function caRoutes(cas: CaService): RouteSpec[] {
     ...crudRoutes(caResource, cas, { tag }),
     {
       method: 'POST', url: '/cas/:id/verify', operationId: 'verifyCa', tag, summary: 'Verify a CA with a certificate it signed',
-      auth: 'session', allow: allowedTo('ca', 'update'), params: IdParams, consumes: ['text/plain'],
+      access: 'ca.update', params: IdParams, consumes: ['text/plain'],
       response: { 200: emptyEnvelope },
       handler: (req) => {
         cas.verify((req.params as { id: string }).id, req.body);
@@ -24,7 +24,7 @@ export function caRoutes(cas: CaService): RouteSpec[] {
     },
     {
       method: 'GET', url: '/cas/:id/jwt', operationId: 'getCaJwt', tag, summary: 'The enrollment JWT for CA auto enrollment',
-      auth: 'session', allow: allowedTo('ca', 'read'), params: IdParams, produces: ['application/jwt'],
+      access: 'ca.read', params: IdParams, produces: ['application/jwt'],
       response: { 200: { raw: 'the JWT text' } },
       handler: async (req, reply) => {
         const jwt = await cas.enrollmentJwt((req.params as { id: string }).id);

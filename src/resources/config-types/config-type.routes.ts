@@ -2,7 +2,7 @@
  * Config type operations: the uniform CRUD and the configs of one type.
  */
 import type { RouteSpec } from '../../http/route.ts';
-import { allowedTo, crudRoutes } from '../../http/crud-routes.ts';
+import { crudRoutes } from '../../http/crud-routes.ts';
 import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
 import { list, listEnvelope } from '../../http/envelope.ts';
 import { configTypeResource } from './config-type.resource.ts';
@@ -12,12 +12,10 @@ import type { ConfigService } from '../configs/config.service.ts';
 
 export function configTypeRoutes(configTypes: ConfigTypeService, configs: ConfigService): RouteSpec[] {
   return [
-    // Deleting a config type is open to any authenticated caller (management seed §4 rule 2); the rest
-    // of its CRUD needs the config-type permissions.
-    ...crudRoutes(configTypeResource, configTypes, { tag: 'Config' }).map((r) => (r.operationId === 'deleteConfigType' ? { ...r, allow: undefined } : r)),
+    ...crudRoutes(configTypeResource, configTypes, { tag: 'Config' }),
     {
       method: 'GET', url: '/config-types/:id/configs', operationId: 'listConfigsForConfigType', tag: 'Config',
-      summary: 'List the configs of a config type', auth: 'session', allow: allowedTo('config', 'read'),
+      summary: 'List the configs of a config type', access: 'config.read',
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(configResource.schemas.detail) },
       handler: (req) => {
         const typeId = (req.params as { id: string }).id;

@@ -9,10 +9,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { RouteSpec } from '../../http/route.ts';
 import { crudRoutes } from '../../http/crud-routes.ts';
-import type { Caller } from '../../http/caller.ts';
 import { IdParams } from '../../http/list-params.ts';
 import { detailEnvelope, empty, emptyEnvelope, ok } from '../../http/envelope.ts';
-import { isAdmin, type PermissionResource } from '../../auth/permissions.ts';
 import { controllerSettingResource, ControllerSettingEffective } from './controller-setting.resource.ts';
 import type { ControllerSettingService } from './controller-setting.service.ts';
 
@@ -20,21 +18,15 @@ const tag = 'Settings';
 const idOf = (req: FastifyRequest) => (req.params as { id: string }).id;
 const body = (req: FastifyRequest) => (req.body ?? {}) as Record<string, unknown>;
 
-const adminOnly = (caller: Caller) => isAdmin(caller.identity);
-const adminRead = (caller: Caller) => isAdmin(caller.identity) || caller.identity.permissions.includes('admin_readonly');
-
 export function controllerSettingRoutes(settings: ControllerSettingService): RouteSpec[] {
   const r = controllerSettingResource;
-  // There is no permission value for controller settings: only admins pass crudRoutes' check (and
-  // admin_readonly for reads), which is exactly the seed's "A".
-  const crud = crudRoutes(r, settings, { tag, operations: ['list', 'create', 'detail'], permission: 'controller-settings' as PermissionResource }).map(
-    (route) => ({ ...route, allow: route.method === 'GET' ? adminRead : adminOnly }),
-  );
+  // No permission value covers controller settings: admins only, and admin_readonly for reads (the seed's "A").
+  const crud = crudRoutes(r, settings, { tag, operations: ['list', 'create', 'detail'], access: { read: 'admin-read', write: 'admin' } });
 
   const writes = (base: string, suffix: string): RouteSpec[] => [
     {
       method: 'DELETE', url: base, operationId: `deleteControllerSetting${suffix}`, tag, summary: 'Delete a controller setting object',
-      auth: 'session', allow: adminOnly, params: IdParams, response: { 200: emptyEnvelope },
+      access: 'admin', params: IdParams, response: { 200: emptyEnvelope },
       handler: (req) => {
         settings.remove(idOf(req));
         return empty();
@@ -42,7 +34,7 @@ export function controllerSettingRoutes(settings: ControllerSettingService): Rou
     },
     {
       method: 'PATCH', url: base, operationId: `patchControllerSetting${suffix}`, tag, summary: 'Update the supplied fields on a controller setting object',
-      auth: 'session', allow: adminOnly, params: IdParams, body: r.schemas.patch, response: { 200: emptyEnvelope },
+      access: 'admin', params: IdParams, body: r.schemas.patch, response: { 200: emptyEnvelope },
       handler: (req) => {
         settings.update(idOf(req), body(req), 'patch');
         return empty();
@@ -50,7 +42,7 @@ export function controllerSettingRoutes(settings: ControllerSettingService): Rou
     },
     {
       method: 'PUT', url: base, operationId: `updateControllerSetting${suffix}`, tag, summary: 'Update all fields on a controller setting object',
-      auth: 'session', allow: adminOnly, params: IdParams, body: r.schemas.update, response: { 200: emptyEnvelope },
+      access: 'admin', params: IdParams, body: r.schemas.update, response: { 200: emptyEnvelope },
       handler: (req) => {
         settings.update(idOf(req), body(req), 'put');
         return empty();
@@ -62,7 +54,7 @@ export function controllerSettingRoutes(settings: ControllerSettingService): Rou
     ...crud,
     {
       method: 'GET', url: '/controller-settings/:id/effective', operationId: 'detailControllerSettingEffective', tag,
-      summary: "A controller's effective settings: its own overlaid on the global ones", auth: 'session', allow: adminRead,
+      summary: "A controller's effective settings: its own overlaid on the global ones", access: 'admin-read',
       params: IdParams, response: { 200: detailEnvelope(ControllerSettingEffective) },
       handler: (req) => ok(settings.effective(idOf(req))),
     },

@@ -1,11 +1,9 @@
 /**
  * Database operations of the management API: start a data-integrity check or fix run (202, one run at a time),
- * read the current/last run's results, and write a snapshot (at most one per minute). Admins and the `ops`
- * permissions (read for the results, update for the runs and snapshots).
+ * read the current/last run's results, and write a snapshot (at most one per minute). Admins only, as upstream.
  */
 import { Type } from '@sinclair/typebox';
 import type { RouteSpec } from '../../http/route.ts';
-import { allowedTo } from '../../http/crud-routes.ts';
 import { empty, emptyEnvelope } from '../../http/envelope.ts';
 import { ListMeta } from '../common.schema.ts';
 import type { DatabaseOps } from './database-ops.ts';
@@ -30,7 +28,7 @@ export function databaseRoutes(ops: DatabaseOps): RouteSpec[] {
   return [
     {
       method: 'POST', url: '/database/check-data-integrity', operationId: 'checkDataIntegrity', tag,
-      summary: 'Start a data integrity scan in the background', auth: 'session', allow: allowedTo('ops', 'update'),
+      summary: 'Start a data integrity scan in the background', access: 'admin',
       response: { 202: emptyEnvelope },
       handler: (_req, reply) => {
         ops.startIntegrityRun(false);
@@ -39,7 +37,7 @@ export function databaseRoutes(ops: DatabaseOps): RouteSpec[] {
     },
     {
       method: 'GET', url: '/database/data-integrity-results', operationId: 'dataIntegrityResults', tag,
-      summary: 'The results of the current or last data integrity run', auth: 'session', allow: allowedTo('ops', 'read'),
+      summary: 'The results of the current or last data integrity run', access: 'admin',
       response: { 200: Type.Object({ data: DataIntegrityDetails, meta: ListMeta }) },
       handler: () => {
         const data = ops.integrityResults();
@@ -48,7 +46,7 @@ export function databaseRoutes(ops: DatabaseOps): RouteSpec[] {
     },
     {
       method: 'POST', url: '/database/fix-data-integrity', operationId: 'fixDataIntegrity', tag,
-      summary: 'Start a data integrity scan that also fixes what it can, after a snapshot', auth: 'session', allow: allowedTo('ops', 'update'),
+      summary: 'Start a data integrity scan that also fixes what it can, after a snapshot', access: 'admin',
       response: { 202: emptyEnvelope },
       handler: (_req, reply) => {
         ops.startIntegrityRun(true);
@@ -57,7 +55,7 @@ export function databaseRoutes(ops: DatabaseOps): RouteSpec[] {
     },
     {
       method: 'POST', url: '/database/snapshot', operationId: 'createDatabaseSnapshot', tag,
-      summary: 'Write a snapshot of the database next to it', auth: 'session', allow: allowedTo('ops', 'update'),
+      summary: 'Write a snapshot of the database next to it', access: 'admin',
       response: { 200: emptyEnvelope },
       handler: async () => {
         await ops.snapshot();

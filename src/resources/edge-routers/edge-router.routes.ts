@@ -5,13 +5,12 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { RouteSpec } from '../../http/route.ts';
-import { allowedTo, crudRoutes } from '../../http/crud-routes.ts';
+import { crudRoutes } from '../../http/crud-routes.ts';
 import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
 import { empty, emptyEnvelope, list, listEnvelope } from '../../http/envelope.ts';
 import { roleAttributeListRoute } from '../role-attributes.routes.ts';
 import { notFound } from '../../errors.ts';
 import { prepare } from '../../store/entity-table.ts';
-import type { PermissionResource } from '../../auth/permissions.ts';
 import type { Db } from '../../store/database.ts';
 import type { AccessService } from '../../access/access.service.ts';
 import { edgeRouterResource } from './edge-router.resource.ts';
@@ -22,7 +21,6 @@ interface ParentList {
   operationId: string;
   tag: string;
   summary: string;
-  permission: PermissionResource;
   /** Singular of the parent for the 404 cause, and its table. */
   parent: { singular: string; table: string };
   ids: (parentId: string) => Iterable<string>;
@@ -34,7 +32,7 @@ export function edgeRouterRoutes(db: Db, access: AccessService, edgeRouters: Edg
   function parentList(spec: ParentList): RouteSpec {
     return {
       method: 'GET', url: spec.url, operationId: spec.operationId, tag: spec.tag, summary: spec.summary,
-      auth: 'session', allow: allowedTo(spec.permission, 'read'), params: IdParams, querystring: ListQuery,
+      access: 'router.read', params: IdParams, querystring: ListQuery,
       response: { 200: listEnvelope(edgeRouterResource.schemas.detail) },
       handler: (req) => {
         const id = idOf(req);
@@ -49,7 +47,7 @@ export function edgeRouterRoutes(db: Db, access: AccessService, edgeRouters: Edg
     ...crudRoutes(edgeRouterResource, edgeRouters, { tag: 'Edge Router', roleFilter: true }),
     {
       method: 'POST', url: '/edge-routers/:id/re-enroll', operationId: 'reEnrollEdgeRouter', tag: 'Edge Router',
-      summary: 'Re-enroll an edge router', auth: 'session', allow: allowedTo('router', 'update'), params: IdParams,
+      summary: 'Re-enroll an edge router', access: 'router.update', params: IdParams,
       response: { 200: emptyEnvelope },
       handler: async (req) => {
         await edgeRouters.reEnroll(idOf(req));
@@ -62,25 +60,25 @@ export function edgeRouterRoutes(db: Db, access: AccessService, edgeRouters: Edg
     }),
     parentList({
       url: '/identities/:id/edge-routers', operationId: 'listIdentityEdgeRouters', tag: 'Identity',
-      summary: 'List the edge routers an identity may use', permission: 'identity',
+      summary: 'List the edge routers an identity may use',
       parent: { singular: 'identity', table: 'identities' },
       ids: (id) => access.index.edgeRoutersOfIdentity(id),
     }),
     parentList({
       url: '/services/:id/edge-routers', operationId: 'listServiceEdgeRouters', tag: 'Service',
-      summary: 'List the edge routers a service may be reached through', permission: 'service',
+      summary: 'List the edge routers a service may be reached through',
       parent: { singular: 'service', table: 'services' },
       ids: (id) => access.index.edgeRoutersOfService(id),
     }),
     parentList({
       url: '/edge-router-policies/:id/edge-routers', operationId: 'listEdgeRouterPolicyEdgeRouters', tag: 'Edge Router Policy',
-      summary: 'List the edge routers an edge router policy selects', permission: 'edge-router-policy',
+      summary: 'List the edge routers an edge router policy selects',
       parent: { singular: 'edgeRouterPolicy', table: 'edge_router_policies' },
       ids: (id) => access.index.membersOf(id, 'edgeRouterRoles'),
     }),
     parentList({
       url: '/service-edge-router-policies/:id/edge-routers', operationId: 'listServiceEdgeRouterPolicyEdgeRouters', tag: 'Service Edge Router Policy',
-      summary: 'List the edge routers a service edge router policy selects', permission: 'service-edge-router-policy',
+      summary: 'List the edge routers a service edge router policy selects',
       parent: { singular: 'serviceEdgeRouterPolicy', table: 'service_edge_router_policies' },
       ids: (id) => access.index.membersOf(id, 'edgeRouterRoles'),
     }),

@@ -6,7 +6,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { RouteSpec } from '../../http/route.ts';
-import { allowedTo, crudRoutes } from '../../http/crud-routes.ts';
+import { crudRoutes } from '../../http/crud-routes.ts';
 import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
 import { created, createEnvelope, empty, emptyEnvelope, list, listEnvelope } from '../../http/envelope.ts';
 import { callerOf } from '../../http/caller.ts';
@@ -24,7 +24,7 @@ export function enrollmentRoutes(enrollments: EnrollmentService, identities: Ide
     ...crudRoutes(enrollmentResource, enrollments, { tag: 'Enrollment', operations: ['list', 'create', 'detail', 'delete'] }),
     {
       method: 'POST', url: '/enrollments/:id/refresh', operationId: 'refreshEnrollment', tag: 'Enrollment',
-      summary: 'Give an enrollment a new token, JWT and expiry', auth: 'session', allow: allowedTo('enrollment', 'update'),
+      summary: 'Give an enrollment a new token, JWT and expiry', access: 'enrollment.update',
       params: IdParams, body: ExpiresAtBody, response: { 200: emptyEnvelope },
       // The spec names a create envelope, but upstream answers an empty one; clients re-read the enrollment.
       handler: async (req) => {
@@ -35,7 +35,7 @@ export function enrollmentRoutes(enrollments: EnrollmentService, identities: Ide
     {
       method: 'GET', url: '/identities/:id/enrollments', operationId: 'getIdentityEnrollments', tag: 'Identity',
       // Any authenticated caller (management seed §4 rule 2).
-      summary: 'List the outstanding enrollments of an identity', auth: 'session',
+      summary: 'List the outstanding enrollments of an identity', access: 'enrollment.read',
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(enrollmentResource.schemas.detail) },
       handler: (req) => {
         identities.get(id(req));
@@ -45,7 +45,7 @@ export function enrollmentRoutes(enrollments: EnrollmentService, identities: Ide
     },
     {
       method: 'POST', url: '/authenticators/:id/re-enroll', operationId: 'reEnrollAuthenticator', tag: 'Authenticator',
-      summary: 'Replace an authenticator by an enrollment of the matching method', auth: 'session', allow: allowedTo('identity', 'update'),
+      summary: 'Replace an authenticator by an enrollment of the matching method', access: 'admin',
       params: IdParams, body: ExpiresAtBody, response: { 201: createEnvelope },
       handler: async (req, reply) => {
         const enrollmentId = await enrollments.reEnrollAuthenticator(id(req), body(req));
@@ -54,8 +54,7 @@ export function enrollmentRoutes(enrollments: EnrollmentService, identities: Ide
     },
     {
       method: 'POST', url: '/authenticators/:id/request-extend', operationId: 'requestExtendAuthenticator', tag: 'Authenticator',
-      summary: 'Ask the client of a certificate authenticator to extend its certificate early', auth: 'session',
-      allow: allowedTo('identity', 'update'), params: IdParams, body: RequestExtendBody, response: { 200: emptyEnvelope },
+      summary: 'Ask the client of a certificate authenticator to extend its certificate early', access: 'admin', params: IdParams, body: RequestExtendBody, response: { 200: emptyEnvelope },
       handler: (req) => {
         enrollments.requestExtend(id(req), body(req), callerOf(req).identity);
         return empty();

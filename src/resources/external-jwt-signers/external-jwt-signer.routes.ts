@@ -17,7 +17,7 @@ export function clientExternalJwtSignerRoutes(service: ExternalJwtSignerService)
   return [
     {
       method: 'GET', url: '/external-jwt-signers', operationId: 'listExternalJwtSigners', tag: 'External JWT Signer',
-      summary: 'List the enabled external JWT signers usable for authentication', auth: 'public', querystring: ListQuery,
+      summary: 'List the enabled external JWT signers usable for authentication', access: 'public', querystring: ListQuery,
       response: { 200: listEnvelope(clientExternalJwtSignerDetail) },
       handler: (req) => {
         const r = service.listEnabled(listRequest(req));

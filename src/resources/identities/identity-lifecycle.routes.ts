@@ -5,7 +5,6 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { RouteSpec } from '../../http/route.ts';
-import { allowedTo } from '../../http/crud-routes.ts';
 import { IdParams } from '../../http/list-params.ts';
 import { detailEnvelope, empty, emptyEnvelope, okNullMeta } from '../../http/envelope.ts';
 import type { Db } from '../../store/database.ts';
@@ -62,8 +61,7 @@ export function identityLifecycleRoutes(deps: IdentityLifecycleDeps): RouteSpec[
   return [
     {
       method: 'POST', url: '/identities/:id/disable', operationId: 'disableIdentity', tag,
-      summary: 'Disable an identity for a number of minutes (0: until enabled) and end its API sessions', auth: 'session',
-      allow: allowedTo('identity', 'update'), params: IdParams, body: DisableParams, response: { 200: emptyEnvelope },
+      summary: 'Disable an identity for a number of minutes (0: until enabled) and end its API sessions', access: 'identity.update', params: IdParams, body: DisableParams, response: { 200: emptyEnvelope },
       handler: (req) => {
         const minutes = Math.max(0, (req.body as { durationMinutes: number }).durationMinutes);
         const now = clock.now();
@@ -74,7 +72,7 @@ export function identityLifecycleRoutes(deps: IdentityLifecycleDeps): RouteSpec[
     },
     {
       method: 'POST', url: '/identities/:id/enable', operationId: 'enableIdentity', tag,
-      summary: 'Clear the disabled state of an identity', auth: 'session', allow: allowedTo('identity', 'update'),
+      summary: 'Clear the disabled state of an identity', access: 'identity.update',
       params: IdParams, response: { 200: emptyEnvelope },
       handler: (req) => {
         setDisabled(idOf(req.params), null, null, false);
@@ -83,7 +81,7 @@ export function identityLifecycleRoutes(deps: IdentityLifecycleDeps): RouteSpec[
     },
     {
       method: 'PUT', url: '/identities/:id/trace', operationId: 'updateIdentityTracing', tag,
-      summary: 'Enable or disable data-flow tracing for an identity', auth: 'session', allow: allowedTo('identity', 'update'),
+      summary: 'Enable or disable data-flow tracing for an identity', access: 'identity.update',
       params: IdParams, body: TraceSpecBody, response: { 200: detailEnvelope(TraceDetail, 'null') },
       handler: (req) => {
         const id = idOf(req.params);

@@ -8,7 +8,6 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { RouteSpec } from '../../http/route.ts';
 import { callerOf } from '../../http/caller.ts';
-import { allowedTo } from '../../http/crud-routes.ts';
 import { created, createEnvelope, detailEnvelope, empty, emptyEnvelope, ok } from '../../http/envelope.ts';
 import { IdParams } from '../../http/list-params.ts';
 import { ApiError } from '../../errors.ts';
@@ -59,7 +58,7 @@ export function mfaRoutes(mfa: MfaService): RouteSpec[] {
   return [
     {
       method: 'POST', url: '/authenticate/mfa', operationId: 'authenticateMfa', tag: 'Authentication',
-      summary: 'Complete MFA authentication with a TOTP or recovery code', auth: 'partial', body: MfaCode,
+      summary: 'Complete MFA authentication with a TOTP or recovery code', access: 'partial', body: MfaCode,
       response: { 200: emptyEnvelope },
       handler: (req) => {
         const caller = callerOf(req);
@@ -69,7 +68,7 @@ export function mfaRoutes(mfa: MfaService): RouteSpec[] {
     },
     {
       method: 'POST', url: '/current-api-session/totp-token', operationId: 'createTotpToken', tag: 'Current API Session',
-      summary: 'Create a TOTP token (OIDC sessions only)', auth: 'session', body: MfaCode,
+      summary: 'Create a TOTP token (OIDC sessions only)', access: 'session', body: MfaCode,
       response: { 200: detailEnvelope(totpToken, 'null') },
       handler: () => {
         // Only sessions backed by a controller-issued JWT (OIDC) can carry one; every session here is a zt-session.
@@ -78,7 +77,7 @@ export function mfaRoutes(mfa: MfaService): RouteSpec[] {
     },
     {
       method: 'GET', url: '/current-identity/mfa', operationId: 'detailMfa', tag, summary: 'The MFA enrollment of the caller',
-      auth: 'partial', response: { 200: detailEnvelope(detailMfa) },
+      access: 'partial', response: { 200: detailEnvelope(detailMfa) },
       handler: (req) => {
         const caller = callerOf(req);
         return ok(mfa.present(mfa.recordOf(caller.identity.id), caller.identity.name));
@@ -86,7 +85,7 @@ export function mfaRoutes(mfa: MfaService): RouteSpec[] {
     },
     {
       method: 'POST', url: '/current-identity/mfa', operationId: 'enrollMfa', tag, summary: 'Start MFA enrollment',
-      auth: 'partial', response: { 201: createEnvelope },
+      access: 'partial', response: { 201: createEnvelope },
       handler: (req, reply) => {
         const id = mfa.enroll(callerOf(req).identity.id);
         return reply.code(201).send(created(id, { self: { href: './current-identity/mfa' } }));
@@ -94,7 +93,7 @@ export function mfaRoutes(mfa: MfaService): RouteSpec[] {
     },
     {
       method: 'DELETE', url: '/current-identity/mfa', operationId: 'deleteMfa', tag, summary: 'Remove the MFA enrollment of the caller',
-      auth: 'session', headers: ValidationHeader, response: { 200: emptyEnvelope },
+      access: 'session', headers: ValidationHeader, response: { 200: emptyEnvelope },
       handler: (req) => {
         mfa.removeOwn(callerOf(req).identity.id, headerCode(req) ?? '');
         return empty();
@@ -102,7 +101,7 @@ export function mfaRoutes(mfa: MfaService): RouteSpec[] {
     },
     {
       method: 'GET', url: '/current-identity/mfa/qr-code', operationId: 'detailMfaQrCode', tag,
-      summary: 'QR code (PNG) of an unverified MFA enrollment', auth: 'partial', produces: ['image/png', 'application/json'],
+      summary: 'QR code (PNG) of an unverified MFA enrollment', access: 'partial', produces: ['image/png', 'application/json'],
       response: { 200: { raw: 'PNG image, 256x256, of the provisioning URL' } },
       handler: async (req, reply) => {
         const caller = callerOf(req);
@@ -112,7 +111,7 @@ export function mfaRoutes(mfa: MfaService): RouteSpec[] {
     },
     {
       method: 'GET', url: '/current-identity/mfa/recovery-codes', operationId: 'detailMfaRecoveryCodes', tag,
-      summary: 'The recovery codes of a verified MFA enrollment', auth: 'session', headers: ValidationHeader,
+      summary: 'The recovery codes of a verified MFA enrollment', access: 'session', headers: ValidationHeader,
       response: { 200: detailEnvelope(detailMfaRecoveryCodes) },
       handler: async (req) => {
         const body = await getBody(req);
@@ -122,7 +121,7 @@ export function mfaRoutes(mfa: MfaService): RouteSpec[] {
     },
     {
       method: 'POST', url: '/current-identity/mfa/recovery-codes', operationId: 'createMfaRecoveryCodes', tag,
-      summary: 'Replace all recovery codes of a verified MFA enrollment', auth: 'session', body: MfaCode,
+      summary: 'Replace all recovery codes of a verified MFA enrollment', access: 'session', body: MfaCode,
       response: { 200: emptyEnvelope },
       handler: (req) => {
         mfa.regenerateRecoveryCodes(callerOf(req).identity.id, codeOf(req));
@@ -131,7 +130,7 @@ export function mfaRoutes(mfa: MfaService): RouteSpec[] {
     },
     {
       method: 'POST', url: '/current-identity/mfa/verify', operationId: 'verifyMfa', tag,
-      summary: 'Complete MFA enrollment with a TOTP code', auth: 'partial', body: MfaCode,
+      summary: 'Complete MFA enrollment with a TOTP code', access: 'partial', body: MfaCode,
       response: { 200: emptyEnvelope },
       handler: (req) => {
         const caller = callerOf(req);
@@ -147,7 +146,7 @@ export function identityMfaRoutes(mfa: MfaService): RouteSpec[] {
   return [
     {
       method: 'DELETE', url: '/identities/:id/mfa', operationId: 'removeIdentityMfa', tag: 'Identity',
-      summary: "Remove an identity's MFA enrollment", auth: 'session', allow: allowedTo('identity', 'update'), params: IdParams,
+      summary: "Remove an identity's MFA enrollment", access: 'identity.update', params: IdParams,
       response: { 200: emptyEnvelope },
       handler: (req) => {
         mfa.adminRemove((req.params as { id: string }).id);

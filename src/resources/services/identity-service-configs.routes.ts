@@ -6,7 +6,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { RouteSpec } from '../../http/route.ts';
-import { allowedTo } from '../../http/crud-routes.ts';
 import { IdParams } from '../../http/list-params.ts';
 import { empty, emptyEnvelope, list } from '../../http/envelope.ts';
 import { EntityRef, ListMeta } from '../common.schema.ts';
@@ -49,7 +48,7 @@ export function identityServiceConfigRoutes(db: Db, access: AccessService): Rout
   return [
     {
       method: 'GET', url: '/identities/:id/service-configs', operationId: 'listIdentitysServiceConfigs', tag: 'Identity',
-      summary: 'List the service config overrides of an identity', auth: 'session', allow: allowedTo('identity', 'read'),
+      summary: 'List the service config overrides of an identity', access: 'identity.read',
       params: IdParams, response: { 200: Type.Object({ data: Type.Array(ServiceConfigDetail), meta: ListMeta }) },
       handler: (req) => {
         const id = identityId(req);
@@ -74,7 +73,7 @@ export function identityServiceConfigRoutes(db: Db, access: AccessService): Rout
     },
     {
       method: 'POST', url: '/identities/:id/service-configs', operationId: 'associateIdentitysServiceConfigs', tag: 'Identity',
-      summary: 'Set service config overrides of an identity', auth: 'session', allow: allowedTo('identity', 'update'),
+      summary: 'Set service config overrides of an identity', access: 'identity.update',
       params: IdParams, body: Pairs, response: { 200: emptyEnvelope },
       handler: (req) => {
         const id = identityId(req);
@@ -98,7 +97,7 @@ export function identityServiceConfigRoutes(db: Db, access: AccessService): Rout
     },
     {
       method: 'DELETE', url: '/identities/:id/service-configs', operationId: 'disassociateIdentitysServiceConfigs', tag: 'Identity',
-      summary: 'Remove service config overrides of an identity', auth: 'session', allow: allowedTo('identity', 'update'),
+      summary: 'Remove service config overrides of an identity', access: 'identity.update',
       params: IdParams, body: OptionalPairs, response: { 200: emptyEnvelope },
       handler: (req) => {
         const id = identityId(req);

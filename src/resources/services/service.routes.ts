@@ -6,11 +6,11 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { RouteSpec } from '../../http/route.ts';
-import { allowedTo, crudRoutes } from '../../http/crud-routes.ts';
+import { crudRoutes } from '../../http/crud-routes.ts';
 import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
 import { detailEnvelope, list, listEnvelope, ok } from '../../http/envelope.ts';
 import { callerOf } from '../../http/caller.ts';
-import { isAdmin, type PermissionResource } from '../../auth/permissions.ts';
+import { isAdmin } from '../../auth/permissions.ts';
 import { idSetCondition } from '../../query/dialect.ts';
 import { prepare } from '../../store/entity-table.ts';
 import { compileListQuery } from '../../query/index.ts';
@@ -79,7 +79,6 @@ interface ServiceSubList {
   url: string;
   operationId: string;
   tag: string;
-  permission: PermissionResource;
   querystring?: TSchema;
   parentExists(id: string): boolean;
   parentName: string;
@@ -97,7 +96,7 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
   function subList(spec: ServiceSubList): RouteSpec {
     return {
       method: 'GET', url: spec.url, operationId: spec.operationId, tag: spec.tag,
-      summary: 'List the services of this record', auth: 'session', allow: allowedTo(spec.permission, 'read'),
+      summary: 'List the services of this record', access: 'service.read',
       params: IdParams, querystring: spec.querystring ?? ListQuery, response: listResponse,
       handler: (req) => {
         const parent = id(req);
@@ -113,7 +112,7 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
   return [
     {
       method: 'GET', url: '/services', operationId: 'listServices', tag: 'Service', summary: 'List services',
-      auth: 'session', allow: allowedTo('service', 'read'), querystring: ServiceListQuery, response: listResponse,
+      access: 'service.read', querystring: ServiceListQuery, response: listResponse,
       handler: (req) => {
         const lr = listRequest(req);
         const r = services.list(lr);
@@ -126,7 +125,7 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
     },
     {
       method: 'GET', url: '/services/:id', operationId: 'detailService', tag: 'Service', summary: 'Retrieve a service',
-      auth: 'session', allow: allowedTo('service', 'read'), params: IdParams, response: { 200: detailEnvelope(detail) },
+      access: 'service.read', params: IdParams, response: { 200: detailEnvelope(detail) },
       handler: (req) => {
         const values = services.get(id(req));
         return ok(views.present([values], { identityId: callerOf(req).identity.id, apiSessionId: callerOf(req).apiSession.id, permissions: true, emptyConfig: 'null' })[0]);
@@ -135,7 +134,7 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
     ...crudRoutes(serviceResource, { ...services, present: serviceResource.presentStored }, { tag: 'Service', operations: ['create', 'update', 'patch', 'delete'] }),
     {
       method: 'GET', url: '/services/:id/configs', operationId: 'listServiceConfig', tag: 'Service',
-      summary: 'List the configs of a service', auth: 'session', allow: allowedTo('service', 'read'),
+      summary: 'List the configs of a service', access: 'config.read',
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(configResource.schemas.detail) },
       handler: (req) => {
         const serviceId = id(req);
@@ -149,7 +148,7 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
       table: 'service_role_attributes', permission: 'service', db,
     }),
     subList({
-      url: '/identities/:id/services', operationId: 'listIdentityServices', tag: 'Identity', permission: 'identity',
+      url: '/identities/:id/services', operationId: 'listIdentityServices', tag: 'Identity',
       querystring: IdentityServicesQuery, parentName: 'identity', parentExists: exists('SELECT 1 FROM identities WHERE id = ?'),
       ids: (identityId, req) => {
         const type = (req.query as { policyType?: string }).policyType;
@@ -157,23 +156,23 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
       },
     }),
     subList({
-      url: '/edge-routers/:id/services', operationId: 'listEdgeRouterServices', tag: 'Edge Router', permission: 'router',
+      url: '/edge-routers/:id/services', operationId: 'listEdgeRouterServices', tag: 'Edge Router',
       parentName: 'edgeRouter', parentExists: exists('SELECT 1 FROM routers WHERE id = ? AND is_edge = 1'),
       ids: (routerId) => access.index.servicesOfEdgeRouter(routerId),
     }),
     subList({
-      url: '/service-policies/:id/services', operationId: 'listServicePolicyServices', tag: 'Service Policy', permission: 'service-policy',
+      url: '/service-policies/:id/services', operationId: 'listServicePolicyServices', tag: 'Service Policy',
       parentName: 'servicePolicy', parentExists: exists('SELECT 1 FROM service_policies WHERE id = ?'),
       ids: (policyId) => access.index.membersOf(policyId, 'serviceRoles'),
     }),
     subList({
       url: '/service-edge-router-policies/:id/services', operationId: 'listServiceEdgeRouterPolicyServices', tag: 'Service Edge Router Policy',
-      permission: 'service-edge-router-policy', parentName: 'serviceEdgeRouterPolicy',
+      parentName: 'serviceEdgeRouterPolicy',
       parentExists: exists('SELECT 1 FROM service_edge_router_policies WHERE id = ?'),
       ids: (policyId) => access.index.membersOf(policyId, 'serviceRoles'),
     }),
     subList({
-      url: '/configs/:id/services', operationId: 'listConfigServices', tag: 'Config', permission: 'config',
+      url: '/configs/:id/services', operationId: 'listConfigServices', tag: 'Config',
       parentName: 'config', parentExists: exists('SELECT 1 FROM configs WHERE id = ?'),
       ids: (configId) => ({ sql: 'e.id IN (SELECT service_id FROM service_configs WHERE config_id = ?)', params: [configId] }),
     }),
@@ -193,7 +192,7 @@ export function clientServiceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
   return [
     {
       method: 'GET', url: '/services', operationId: 'listServices', tag: 'Service', summary: 'List the services the caller may use',
-      auth: 'session', querystring: ServiceListQuery, response: listResponse,
+      access: 'session', querystring: ServiceListQuery, response: listResponse,
       handler: (req, reply) => {
         const caller = callerOf(req);
         const lr = listRequest(req);
@@ -212,7 +211,7 @@ export function clientServiceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
     },
     {
       method: 'GET', url: '/services/:id', operationId: 'detailService', tag: 'Service', summary: 'Retrieve a service the caller may use',
-      auth: 'session', params: IdParams, response: { 200: detailEnvelope(detail) },
+      access: 'session', params: IdParams, response: { 200: detailEnvelope(detail) },
       handler: (req) => {
         const caller = callerOf(req);
         const serviceId = id(req);

@@ -7,7 +7,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { RouteSpec } from '../../http/route.ts';
-import { allowedTo } from '../../http/crud-routes.ts';
 import { callerOf } from '../../http/caller.ts';
 import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
 import { detailEnvelope, empty, emptyEnvelope, list, listEnvelope, ok } from '../../http/envelope.ts';
@@ -31,7 +30,7 @@ export function clientSessionRoutes(sessions: SessionService): RouteSpec[] {
   return [
     {
       method: 'GET', url: '/sessions', operationId: 'listSessions', tag, summary: "List the caller's sessions",
-      auth: 'session', querystring: ListQuery, response: { 200: listEnvelope(sessionManagementDetail) },
+      access: 'session', querystring: ListQuery, response: { 200: listEnvelope(sessionManagementDetail) },
       handler: (req) => {
         const r = sessions.listForCaller(callerOf(req), listRequest(req));
         return list(r.items.map((s) => sessions.present(s)), r.page, r.filterableFields);
@@ -39,7 +38,7 @@ export function clientSessionRoutes(sessions: SessionService): RouteSpec[] {
     },
     {
       method: 'POST', url: '/sessions', operationId: 'createSession', tag, summary: 'Create a session to dial or bind a service',
-      auth: 'session', body: SessionCreate, response: { 201: detailEnvelope(sessionDetail) },
+      access: 'session', body: SessionCreate, response: { 201: detailEnvelope(sessionDetail) },
       handler: async (req, reply) => {
         const { record, jwt } = await sessions.create(callerOf(req), (req.body ?? {}) as Record<string, unknown>);
         return reply.code(201).send(ok(sessions.present(record, jwt)));
@@ -47,12 +46,12 @@ export function clientSessionRoutes(sessions: SessionService): RouteSpec[] {
     },
     {
       method: 'GET', url: '/sessions/:id', operationId: 'detailSession', tag, summary: "Retrieve one of the caller's sessions",
-      auth: 'session', params: IdParams, response: { 200: detailEnvelope(sessionManagementDetail) },
+      access: 'session', params: IdParams, response: { 200: detailEnvelope(sessionManagementDetail) },
       handler: (req) => ok(sessions.present(sessions.getOwn(callerOf(req), idOf(req)))),
     },
     {
       method: 'DELETE', url: '/sessions/:id', operationId: 'deleteSession', tag, summary: "Delete one of the caller's sessions",
-      auth: 'session', params: IdParams, response: { 200: emptyEnvelope },
+      access: 'session', params: IdParams, response: { 200: emptyEnvelope },
       handler: (req) => {
         sessions.removeOwn(callerOf(req), idOf(req));
         return empty();
@@ -60,7 +59,7 @@ export function clientSessionRoutes(sessions: SessionService): RouteSpec[] {
     },
     {
       method: 'GET', url: '/services/:id/edge-routers', operationId: 'listServiceEdgeRouters', tag: 'Service',
-      summary: 'List the edge routers the caller may use for a service', auth: 'session',
+      summary: 'List the edge routers the caller may use for a service', access: 'session',
       params: IdParams, querystring: ListQuery, headers: SessionTokenHeader,
       response: { 200: detailEnvelope(serviceEdgeRouters) },
       handler: async (req) => {
@@ -71,7 +70,7 @@ export function clientSessionRoutes(sessions: SessionService): RouteSpec[] {
     },
     {
       method: 'GET', url: '/current-identity/edge-routers', operationId: 'getCurrentIdentityEdgeRouters', tag: 'Current Identity',
-      summary: 'List the edge routers the caller may use', auth: 'session', querystring: ListQuery,
+      summary: 'List the edge routers the caller may use', access: 'session', querystring: ListQuery,
       response: { 200: listEnvelope(currentIdentityEdgeRouter) },
       handler: (req) => {
         const r = sessions.currentIdentityEdgeRouters(callerOf(req), listRequest(req));
@@ -80,7 +79,7 @@ export function clientSessionRoutes(sessions: SessionService): RouteSpec[] {
     },
     {
       method: 'GET', url: '/current-api-session/service-updates', operationId: 'listServiceUpdates', tag: 'Current API Session',
-      summary: 'When the services of the caller last changed', auth: 'session',
+      summary: 'When the services of the caller last changed', access: 'session',
       response: { 200: detailEnvelope(serviceUpdates) },
       handler: (req) => ok({ lastChangeAt: sessions.lastServiceChange(callerOf(req)) }),
     },
@@ -91,7 +90,7 @@ export function managementSessionRoutes(sessions: SessionService): RouteSpec[] {
   return [
     {
       method: 'GET', url: '/sessions', operationId: 'listSessions', tag, summary: 'List sessions',
-      auth: 'session', allow: allowedTo('ops', 'read'), querystring: ListQuery,
+      access: 'ops.read', querystring: ListQuery,
       response: { 200: listEnvelope(sessionManagementDetail) },
       handler: (req) => {
         const r = sessions.list(listRequest(req));
@@ -100,13 +99,13 @@ export function managementSessionRoutes(sessions: SessionService): RouteSpec[] {
     },
     {
       method: 'GET', url: '/sessions/:id', operationId: 'detailSession', tag, summary: 'Retrieve a session',
-      auth: 'session', allow: allowedTo('ops', 'read'), params: IdParams,
+      access: 'ops.read', params: IdParams,
       response: { 200: detailEnvelope(sessionManagementDetail) },
       handler: (req) => ok(sessions.present(sessions.get(idOf(req)))),
     },
     {
       method: 'DELETE', url: '/sessions/:id', operationId: 'deleteSession', tag, summary: 'Delete a session',
-      auth: 'session', allow: allowedTo('ops', 'delete'), params: IdParams, response: { 200: emptyEnvelope },
+      access: 'ops.delete', params: IdParams, response: { 200: emptyEnvelope },
       handler: (req) => {
         sessions.remove(idOf(req));
         return empty();
@@ -114,7 +113,7 @@ export function managementSessionRoutes(sessions: SessionService): RouteSpec[] {
     },
     {
       method: 'GET', url: '/sessions/:id/route-path', operationId: 'detailSessionRoutePath', tag,
-      summary: "The router path of a session's circuit", auth: 'session', allow: allowedTo('ops', 'read'), params: IdParams,
+      summary: "The router path of a session's circuit", access: 'ops.read', params: IdParams,
       response: { 200: detailEnvelope(sessionRoutePath) },
       handler: (req) => {
         // Without a data plane there are no circuits, so every path is empty.

@@ -5,7 +5,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { RouteSpec } from '../../http/route.ts';
-import { allowedTo, crudRoutes } from '../../http/crud-routes.ts';
+import { crudRoutes } from '../../http/crud-routes.ts';
 import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
 import { list, listEnvelope } from '../../http/envelope.ts';
 import { callerOf } from '../../http/caller.ts';
@@ -29,7 +29,7 @@ export function terminatorRoutes(db: Db, terminators: TerminatorService): RouteS
     {
       method: 'GET', url: '/services/:id/terminators', operationId: 'listServiceTerminators', tag: 'Service',
       // Any authenticated caller (management seed §4 rule 2).
-      summary: 'List the terminators of a service', auth: 'session',
+      summary: 'List the terminators of a service', access: 'terminator.read',
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(terminatorResource.schemas.detail) },
       handler: (req) => {
         const id = idOf(req);
@@ -45,7 +45,7 @@ export function clientTerminatorRoutes(db: Db, access: AccessService, terminator
   return [
     {
       method: 'GET', url: '/services/:id/terminators', operationId: 'listServiceTerminators', tag: 'Service',
-      summary: 'List the terminators of a service the caller may use', auth: 'session',
+      summary: 'List the terminators of a service the caller may use', access: 'session',
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(clientTerminatorDetail) },
       handler: (req) => {
         const id = idOf(req);

@@ -268,7 +268,7 @@ describe('GET /config-types/{id}/configs', () => {
 });
 
 describe('config type permissions', () => {
-  it('refuses a non-admin without permissions (except delete), and lets config-type.read only read', async () => {
+  it('refuses a non-admin without permissions, and lets config-type.read only read', async () => {
     const id = await createType();
     const plain = await createUserWithPassword(tc);
     const asPlain = createClient(tc.mgmt.baseUrl, tc.ca, { token: plain.token });
@@ -281,7 +281,9 @@ describe('config type permissions', () => {
     assert.equal((await asReader.get(`/config-types/${id}`)).status, 200);
     assertError(await asReader.post('/config-types', { name: uniqueName('x') }), 401, 'UNAUTHORIZED');
     assertError(await asReader.patch(`/config-types/${id}`, { name: uniqueName('x') }), 401, 'UNAUTHORIZED');
-    // Deleting a config type is open to any authenticated caller (management seed §4 rule 2).
-    assertEmptyOk(await asReader.delete(`/config-types/${id}`));
+    assertError(await asReader.delete(`/config-types/${id}`), 401, 'UNAUTHORIZED');
+    assertError(await asPlain.delete(`/config-types/${id}`), 401, 'UNAUTHORIZED');
+    const deleter = await createUserWithPassword(tc, { permissions: ['config-type.delete'] });
+    assertEmptyOk(await createClient(tc.mgmt.baseUrl, tc.ca, { token: deleter.token }).delete(`/config-types/${id}`));
   });
 });

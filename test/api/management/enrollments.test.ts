@@ -282,10 +282,17 @@ describe('POST /authenticators/{id}/re-enroll', () => {
     assert.equal(e.expiresAt, expiresAt);
     assertError(await tc.mgmt.get(`/authenticators/${authenticatorId}`), 404, 'NOT_FOUND');
     assert.equal((await tc.http.post('/edge/client/v1/authenticate?method=password', { username: user.username, password: user.password })).status, 401);
+    // The session opened with the replaced password ended with it, on both APIs.
+    const old = tc.http.as({ token: user.token });
+    assertError(await old.get('/edge/client/v1/current-api-session'), 401, 'UNAUTHORIZED');
+    assertError(await old.get('/edge/management/v1/current-identity'), 401, 'UNAUTHORIZED');
     // The user sets a new password through the enrollment.
     const enrolled = await tc.http.post(`/edge/client/v1/enroll/updb?token=${e.token}`, { password: 'brand-new-password' });
     assert.equal(enrolled.status, 200, enrolled.text);
-    assert.equal((await tc.http.post('/edge/client/v1/authenticate?method=password', { username: user.username, password: 'brand-new-password' })).status, 200);
+    const fresh = await tc.http.post('/edge/client/v1/authenticate?method=password', { username: user.username, password: 'brand-new-password' });
+    assert.equal(fresh.status, 200);
+    assertError(await old.get('/edge/client/v1/current-api-session'), 401, 'UNAUTHORIZED');
+    assert.equal((await tc.http.as({ token: fresh.body.data.token }).get('/edge/client/v1/current-api-session')).status, 200);
   });
 
   it('turns a network-issued certificate authenticator into an ott enrollment', async () => {
@@ -377,9 +384,11 @@ describe('permissions', () => {
     ]) {
       assertError(res, 401, 'UNAUTHORIZED');
     }
+    assertError(await plain.get(`/identities/${identityId}/enrollments`), 401, 'UNAUTHORIZED');
     assert.equal((await detail(enrollmentId)).identityId, identityId);
-    // An identity's enrollment list is open to any authenticated caller (management seed §4 rule 2).
-    assert.equal((await plain.get(`/identities/${identityId}/enrollments`)).status, 200);
+    // An identity's enrollment list needs read access to enrollments, as upstream.
+    const reader = tc.mgmt.as({ token: (await createUserWithPassword(tc, { permissions: ['enrollment.read'] })).token });
+    assert.equal((await reader.get(`/identities/${identityId}/enrollments`)).status, 200);
   });
 
   it('lets a caller with the enrollment permission manage enrollments', async () => {

@@ -834,8 +834,8 @@ describe('identity operations: authorization', () => {
     const target = await createIdentity(tc.mgmt);
     const targetBefore = await detail(target);
     const before = await identityCount();
-    // The authenticator list of an identity is open to any authenticated caller (management seed §4 rule 2).
-    for (const op of identityOperations(target).filter((o) => !o.path.endsWith('/authenticators'))) {
+    // Identity types are a catalogue any session may read, as upstream.
+    for (const op of identityOperations(target).filter((o) => !o.path.startsWith('/identity-types'))) {
       const res = await asUser.request(op.method, op.path, op.body === undefined ? {} : { body: op.body });
       assertError(res, 401, 'UNAUTHORIZED');
       assert.equal(res.headers['www-authenticate'], undefined, `${op.method} ${op.path}`);
@@ -843,7 +843,7 @@ describe('identity operations: authorization', () => {
     assert.deepEqual(await detail(target), targetBefore);
     assert.equal(await identityCount(), before);
     assert.equal((await asUser.get('/current-api-session')).status, 200, 'the session itself stays valid');
-    assert.equal((await asUser.get(`/identities/${target}/authenticators`)).status, 200);
+    assert.equal((await asUser.get('/identity-types')).status, 200);
   });
 
   it('lets an identity with identity.read list and read identities but not create, update or delete them', async () => {
@@ -853,7 +853,8 @@ describe('identity operations: authorization', () => {
     const targetBefore = await detail(target);
     assert.equal((await asReader.get('/identities')).status, 200);
     assert.equal((await asReader.get(`/identities/${target}`)).status, 200);
-    assert.equal((await asReader.get(`/identities/${target}/authenticators`)).status, 200);
+    // Authenticators are covered by no permission value: admins and admin_readonly only.
+    assertError(await asReader.get(`/identities/${target}/authenticators`), 401, 'UNAUTHORIZED');
     assert.equal((await asReader.get('/identity-role-attributes')).status, 200);
     const before = await identityCount();
     assertError(await asReader.post('/identities', validBody()), 401, 'UNAUTHORIZED');
@@ -878,6 +879,48 @@ describe('identity operations: authorization', () => {
     assertError(await asAuditor.post('/identities', validBody()), 401, 'UNAUTHORIZED');
     assert.equal(await identityCount(), before);
     await detail(target);
+  });
+});
+
+describe('a caller managing identities without being an admin can not raise rights', () => {
+  const manager = async () => tc.mgmt.as({ token: (await createUserWithPassword(tc, { permissions: ['identity'] })).token });
+  const refusedBecause = (res: HttpResponse, reason: RegExp) => {
+    assertError(res, 401, 'UNAUTHORIZED');
+    assert.match(String(res.body.error.cause?.message), reason);
+  };
+
+  it('may not create an admin or an identity with permissions, but may create a plain one', async () => {
+    const client = await manager();
+    const before = await identityCount();
+    refusedBecause(await client.post('/identities', { ...validBody(), isAdmin: true }), /non-admins may not create admin users/);
+    refusedBecause(await client.post('/identities', { ...validBody(), permissions: ['identity'] }), /non-admins may not create users with permissions/);
+    refusedBecause(await client.post('/identities', { ...validBody(), permissions: ['ca.read'] }), /with permissions/);
+    assert.equal(await identityCount(), before);
+    assert.equal((await client.post('/identities', { ...validBody(), permissions: [] })).status, 201);
+  });
+
+  it('may not use PUT, patch isAdmin or permissions, nor change or delete an admin', async () => {
+    const client = await manager();
+    const plain = await createIdentity(tc.mgmt);
+    const admin = await createIdentity(tc.mgmt, { isAdmin: true });
+    const [plainBefore, adminBefore] = [await detail(plain), await detail(admin)];
+    refusedBecause(await client.put(`/identities/${plain}`, { name: uniqueName('put'), type: 'User', isAdmin: false }), /may not use the PUT method/);
+    refusedBecause(await client.patch(`/identities/${plain}`, { isAdmin: true }), /field 'isAdmin'/);
+    refusedBecause(await client.patch(`/identities/${plain}`, { isAdmin: false }), /field 'isAdmin'/);
+    refusedBecause(await client.patch(`/identities/${plain}`, { permissions: ['identity'] }), /field 'permissions'/);
+    refusedBecause(await client.patch(`/identities/${admin}`, { name: uniqueName('renamed') }), /may not modify admin identities/);
+    refusedBecause(await client.delete(`/identities/${admin}`), /may not delete admin identities/);
+    assert.deepEqual(await detail(plain), plainBefore);
+    assert.deepEqual(await detail(admin), adminBefore);
+    // What is left is allowed: patch a plain identity's other fields, delete it.
+    assertEmptyOk(await client.patch(`/identities/${plain}`, { roleAttributes: ['managed'] }));
+    assertEmptyOk(await client.delete(`/identities/${plain}`));
+  });
+
+  it('an admin may do all of it', async () => {
+    const id = await createIdentity(tc.mgmt);
+    assertEmptyOk(await tc.mgmt.patch(`/identities/${id}`, { permissions: ['identity.read'] }));
+    assert.deepEqual((await detail(id)).permissions, ['identity.read']);
   });
 });
 

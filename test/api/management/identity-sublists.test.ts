@@ -142,23 +142,26 @@ describe('unknown parents and permissions', () => {
     }
   });
 
-  it('answers a non-admin with 401 UNAUTHORIZED, except for the open policy lists', async () => {
+  it('answers a non-admin with 401 UNAUTHORIZED; a sub-list needs read access to the listed type', async () => {
     const user = await createUserWithPassword(tc);
     const asUser = tc.mgmt.as({ token: user.token });
     const svc = await service();
     const router = await edgeRouter();
-    for (const path of [`/services/${svc}/service-policies`, `/services/${svc}/identities`, `/edge-routers/${router}/identities`]) {
-      assertError(await asUser.get(path), 401, 'UNAUTHORIZED');
-    }
-    // The policies affecting an identity or an edge router are open to any authenticated caller (management seed §4 rule 2).
-    for (const path of [
+    const lists = [
+      `/services/${svc}/service-policies`,
+      `/services/${svc}/identities`,
+      `/edge-routers/${router}/identities`,
       `/identities/${user.id}/service-policies`,
       `/identities/${user.id}/edge-router-policies`,
       `/edge-routers/${router}/edge-router-policies`,
-    ]) {
-      assert.equal((await asUser.get(path)).status, 200, path);
-    }
-    const reader = await createUserWithPassword(tc, { permissions: ['identity.read'] });
-    assert.equal((await tc.mgmt.as({ token: reader.token }).get(`/identities/${user.id}/service-policies`)).status, 200);
+    ];
+    for (const path of lists) assertError(await asUser.get(path), 401, 'UNAUTHORIZED');
+    // Reading the parent's type is not enough; reading the listed type is.
+    const identityReader = tc.mgmt.as({ token: (await createUserWithPassword(tc, { permissions: ['identity.read'] })).token });
+    assertError(await identityReader.get(`/identities/${user.id}/service-policies`), 401, 'UNAUTHORIZED');
+    assert.equal((await identityReader.get(`/services/${svc}/identities`)).status, 200);
+    const policyReader = tc.mgmt.as({ token: (await createUserWithPassword(tc, { permissions: ['service-policy.read'] })).token });
+    assert.equal((await policyReader.get(`/identities/${user.id}/service-policies`)).status, 200);
+    assertError(await policyReader.get(`/identities/${user.id}/edge-router-policies`), 401, 'UNAUTHORIZED');
   });
 });

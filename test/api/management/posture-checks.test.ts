@@ -365,21 +365,34 @@ describe('GET /posture-check-types', () => {
 });
 
 describe('posture check permissions', () => {
-  it('lets any authenticated caller use posture checks and their types (management seed §4 rule 2), but not the role-attribute list', async () => {
+  it('refuses posture checks to a non-admin (as upstream) but lets any session read the posture check types', async () => {
     const id = await create({ typeId: 'MFA' });
     const user = await createUserWithPassword(tc);
     const asUser = tc.mgmt.as({ token: user.token });
-    assert.equal((await asUser.get('/posture-checks')).status, 200);
-    assert.equal((await asUser.get(`/posture-checks/${id}`)).status, 200);
+    assertError(await asUser.get('/posture-checks'), 401, 'UNAUTHORIZED');
+    assertError(await asUser.get(`/posture-checks/${id}`), 401, 'UNAUTHORIZED');
+    assertError(await asUser.post('/posture-checks', { name: uniqueName('x'), typeId: 'MFA' }), 401, 'UNAUTHORIZED');
+    assertError(await asUser.patch(`/posture-checks/${id}`, { typeId: 'MFA', promptOnWake: true }), 401, 'UNAUTHORIZED');
+    assertError(await asUser.delete(`/posture-checks/${id}`), 401, 'UNAUTHORIZED');
     assert.equal((await asUser.get('/posture-check-types')).status, 200);
     const typeId = (await tc.mgmt.get('/posture-check-types')).body.data[0].id as string;
     assert.equal((await asUser.get(`/posture-check-types/${typeId}`)).status, 200);
+    assertError(await asUser.get('/posture-check-role-attributes'), 401, 'UNAUTHORIZED');
+  });
+
+  it('lets the posture-check permission manage posture checks, and admin_readonly only read them', async () => {
+    const id = await create({ typeId: 'MFA' });
+    const auditor = tc.mgmt.as({ token: (await createUserWithPassword(tc, { permissions: ['admin_readonly'] })).token });
+    assert.equal((await auditor.get(`/posture-checks/${id}`)).status, 200);
+    assertError(await auditor.post('/posture-checks', { name: uniqueName('x'), typeId: 'MFA' }), 401, 'UNAUTHORIZED');
+    const asUser = tc.mgmt.as({ token: (await createUserWithPassword(tc, { permissions: ['posture-check'] })).token });
+    assert.equal((await asUser.get('/posture-checks')).status, 200);
     assertEmptyOk(await asUser.patch(`/posture-checks/${id}`, { typeId: 'MFA', promptOnWake: true }));
     assert.equal((await detail(id)).version, 2);
     const created = await asUser.post('/posture-checks', { name: uniqueName('x'), typeId: 'MFA' });
     assert.equal(created.status, 201, created.text);
     assertEmptyOk(await asUser.delete(`/posture-checks/${created.body.data.id}`));
-    assertError(await asUser.get('/posture-check-role-attributes'), 401, 'UNAUTHORIZED');
+    assert.equal((await asUser.get('/posture-check-role-attributes')).status, 200);
     assertError(await tc.http.get('/edge/management/v1/posture-checks'), 401, 'UNAUTHORIZED');
   });
 });

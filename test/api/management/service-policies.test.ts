@@ -394,7 +394,10 @@ describe('service policy permissions', () => {
     const id = await create();
     assert.equal((await asReader.get('/service-policies')).status, 200);
     assert.equal((await asReader.get(`/service-policies/${id}`)).status, 200);
-    assert.equal((await asReader.get(`/service-policies/${id}/identities`)).status, 200);
+    // The identities of a policy are identities: reading them needs identity read access too.
+    assertError(await asReader.get(`/service-policies/${id}/identities`), 401, 'UNAUTHORIZED');
+    const both = tc.mgmt.as({ token: (await createUserWithPassword(tc, { permissions: ['service-policy.read', 'identity.read'] })).token });
+    assert.equal((await both.get(`/service-policies/${id}/identities`)).status, 200);
     assertError(await asReader.post('/service-policies', body()), 401, 'UNAUTHORIZED');
     assertError(await asReader.delete(`/service-policies/${id}`), 401, 'UNAUTHORIZED');
   });

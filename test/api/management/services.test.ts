@@ -409,7 +409,11 @@ describe('service permissions', () => {
     assert.equal((await asReader.get(`/services/${id}`)).status, 200);
     assert.equal((await asReader.get('/services')).status, 200);
     assertError(await asReader.patch(`/services/${id}`, { maxIdleTimeMillis: 2 }), 401, 'UNAUTHORIZED');
-    assertError(await asReader.get(`/identities/${plain.id}/services`), 401, 'UNAUTHORIZED');
+    // A sub-list needs read access to the listed type: services of an identity yes, configs of a service no.
+    assert.equal((await asReader.get(`/identities/${plain.id}/services`)).status, 200);
+    assertError(await asReader.get(`/services/${id}/configs`), 401, 'UNAUTHORIZED');
+    const identityReader = createClient(tc.mgmt.baseUrl, tc.ca, { token: (await createUserWithPassword(tc, { permissions: ['identity.read'] })).token });
+    assertError(await identityReader.get(`/identities/${plain.id}/services`), 401, 'UNAUTHORIZED');
   });
 });
 
