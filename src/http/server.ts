@@ -6,6 +6,7 @@
  */
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createRequire } from 'node:module';
+import { posix } from 'node:path';
 import { ApiError } from '../errors.ts';
 import { compileValidator } from './validation.ts';
 import { errorHandler, sendError } from './error-handler.ts';
@@ -34,13 +35,17 @@ const bodyLimit = 1024 * 1024;
 const clientBase = '/edge/client/v1';
 
 /**
- * Requests that name no API are the client API's (legacy SDKs call `/authenticate`, `/services`...), and
- * `/edge/v1/...` is the older client prefix.
+ * The request path as routes see it: repeated slashes count as one and `.` / `..` segments are resolved, as
+ * upstream cleans paths (the admin console asks for `.../identities/<id>//`); requests that name no API are
+ * the client API's (legacy SDKs call `/authenticate`, `/services`...), and `/edge/v1/...` is the older
+ * client prefix.
  */
 export function rewriteLegacyPath(url: string): string {
   const q = url.indexOf('?');
-  const path = q < 0 ? url : url.slice(0, q);
+  const rawPath = q < 0 ? url : url.slice(0, q);
   const query = q < 0 ? '' : url.slice(q);
+  const path = rawPath.includes('//') || rawPath.includes('/.') ? posix.normalize(rawPath) : rawPath;
+  if (path !== rawPath) url = path + query;
   if (path === '/' || path === '/version' || path === '/.well-known/est/cacerts') return url;
   if (path.startsWith('/edge/v1/') || path === '/edge/v1') return clientBase + path.slice('/edge/v1'.length) + query;
   if (path.startsWith('/edge') || path.startsWith('/fabric') || path.startsWith('/.well-known')) return url;

@@ -1,6 +1,8 @@
 /**
- * `/<entity>-role-attributes`: the distinct role attributes in use by one entity type, as a paged,
- * filterable list of strings. The filter language applies to the attribute itself (symbol `id`).
+ * `/<entity>-role-attributes`: the distinct role attributes in use by one entity type, as a filterable list
+ * of strings. The filter language applies to the attribute itself (symbol `id`). As upstream, the `limit`,
+ * `offset` and `sort` parameters are ignored (consoles send `sort=name asc`): the list holds every value in
+ * ascending order unless the filter itself sorts or pages (`true sort by id desc limit 5`).
  */
 import { Type } from '@sinclair/typebox';
 import type { RouteSpec } from '../http/route.ts';
@@ -23,7 +25,7 @@ export interface RoleAttributeListSpec {
 
 export function listRoleAttributes(db: Db, table: string, req: ReturnType<typeof listRequest>) {
   const symbols = { idSql: 'e.attribute', symbols: { id: { kind: 'scalar' as const, type: 'string' as const, sql: 'e.attribute' } } };
-  const q = compileListQuery(symbols, req);
+  const q = compileListQuery(symbols, { filter: req.filter, limit: -1 });
   const { rows, totalCount } = selectPage(db, `(SELECT DISTINCT attribute FROM ${table})`, q);
   return { items: rows.map((r) => r.attribute as string), page: { limit: q.limit, offset: q.offset, totalCount, unlimited: q.unlimited } };
 }

@@ -7,6 +7,11 @@ import type { Db } from '../store/database.ts';
 import { prepare } from '../store/entity-table.ts';
 
 export const portcullisVersion = '0.1.0';
+/**
+ * The upstream release line whose APIs this controller serves, reported as `version`: consoles and routers
+ * choose features by the controller's version. Portcullis' own name and version are in `revision`.
+ */
+export const compatibleUpstreamVersion = 'v2.0.0';
 
 export interface SystemInfoSources {
   db: Db;
@@ -63,12 +68,12 @@ export function createSystemInfo(src: SystemInfoSources) {
       'edge-client': { v1: { apiBaseUrls: [base + clientPath], path: clientPath } },
       'edge-management': { v1: { apiBaseUrls: [base + managementPath], path: managementPath } },
     },
-    buildDate: src.startedAt.toISOString().slice(0, 19).replace('T', ' '),
+    buildDate: src.startedAt.toISOString().slice(0, 19) + 'Z',
     // Capabilities change SDK behaviour (OIDC_AUTH switches them to OIDC); advertise only what exists.
     capabilities: [] as string[],
-    revision: `portcullis-${portcullisVersion}`,
+    revision: `portcullis v${portcullisVersion}`,
     runtimeVersion: process.version,
-    version: `v${portcullisVersion}`,
+    version: compatibleUpstreamVersion,
   };
   const startedIso = src.startedAt.toISOString();
 
@@ -77,8 +82,9 @@ export function createSystemInfo(src: SystemInfoSources) {
     enumeratedCapabilities: () => ['OIDC_AUTH', 'HA_CONTROLLER'],
     protocols: () => ({ https: { address: `${src.advertise}:${src.port}` } }),
     caBundlePkcs7: () => src.caBundlePkcs7,
-    specs: () =>
-      ['edge-client', 'edge-management'].map((id) => ({
+    /** The API documents listed by an API: each API lists its own (the client API only the client's). */
+    specs: (api: 'client' | 'management') =>
+      (api === 'client' ? ['edge-client'] : ['edge-client', 'edge-management']).map((id) => ({
         _links: { self: { href: `./specs/${id}` }, spec: { href: `./specs/${id}/spec` } },
         createdAt: startedIso,
         id,

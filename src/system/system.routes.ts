@@ -62,14 +62,14 @@ export function systemRoutes(info: SystemInfo, controllers: ControllerService, a
     {
       method: 'GET', url: '/specs', operationId: 'listSpecs', tag, summary: 'The API documents this controller serves',
       access: 'public', response: { 200: detailEnvelope(Type.Array(SpecDetail)) },
-      handler: () => ok(info.specs()),
+      handler: () => ok(info.specs(api)),
     },
     {
       method: 'GET', url: '/specs/:id', operationId: 'detailSpec', tag, summary: 'One API document record',
       access: 'public', params: IdParams, response: { 200: detailEnvelope(SpecDetail) },
       handler: (req) => {
         const id = (req.params as { id: string }).id;
-        const spec = info.specs().find((s) => s.id === id);
+        const spec = info.specs(api).find((s) => s.id === id);
         if (!spec) throw notFound('spec', id);
         return ok(spec);
       },
@@ -79,7 +79,7 @@ export function systemRoutes(info: SystemInfo, controllers: ControllerService, a
       access: 'public', params: IdParams, produces: ['text/yaml', 'application/json'], response: { 200: { raw: 'the OpenAPI document' } },
       handler: (req, reply) => {
         const id = (req.params as { id: string }).id;
-        const doc = info.specDocument(id);
+        const doc = info.specs(api).some((s) => s.id === id) ? info.specDocument(id) : undefined;
         if (!doc) throw notFound('spec', id);
         const accept = String(req.headers.accept ?? '');
         if (accept.includes('application/json') && !accept.includes('text/yaml')) {

@@ -28,6 +28,10 @@ describe('GET /version and GET /', () => {
     assert.deepEqual(data.apiVersions.edge, data.apiVersions['edge-client']);
     assert.equal(data.apiVersions['edge-client'].v1.apiBaseUrls[0], `https://localhost:${tc.port}/edge/client/v1`);
     assert.ok(!data.capabilities.includes('OIDC_AUTH'), 'does not advertise OIDC');
+    // The upstream line it is compatible with (consoles and routers gate features on it); its own name in revision.
+    assert.equal(data.version, 'v2.0.0');
+    assert.match(data.revision, /^portcullis v\d+\.\d+\.\d+/);
+    assert.match(data.buildDate, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     assertMatchesReference('client', 'GET', '/version', 200, bodies[0]);
     assertMatchesReference('management', 'GET', '/', 200, bodies[0]);
   });
@@ -36,6 +40,29 @@ describe('GET /version and GET /', () => {
     const res = await tc.http.get('/version');
     assert.match(String(res.headers.server), /portcullis/);
     assert.ok(res.headers['ziti-instance-id']);
+  });
+});
+
+describe('path cleaning', () => {
+  it('treats repeated slashes anywhere, and . and .. segments, as upstream does', async () => {
+    const id = (await tc.mgmt.get('/current-identity')).body.data.id as string;
+    for (const path of [
+      `/edge/management/v1/identities/${id}//`,
+      `/edge/management/v1//identities/${id}`,
+      `/edge/management/v1/identities//${id}`,
+      `/edge/management/v1/./identities/${id}`,
+      `/edge/management/v1/x/../identities/${id}`,
+    ]) {
+      const res = await tc.http.as({ token: tc.adminToken }).get(path, { asIs: true });
+      assert.equal(res.status, 200, `${path}: ${res.text}`);
+      assert.equal(res.body.data.id, id, path);
+    }
+    assert.equal((await tc.mgmt.get('//terminators', { asIs: true })).status, 200);
+    assert.equal((await tc.http.get('//version', { asIs: true })).status, 200);
+    const cacerts = await tc.http.get('/edge/management/v1//.well-known/est/cacerts', { asIs: true });
+    assert.equal(cacerts.status, 200);
+    assert.match(String(cacerts.headers['content-type']), /application\/pkcs7-mime/);
+    assert.equal((await tc.http.get('/edge/client/v1//no-such-thing', { asIs: true })).status, 404);
   });
 });
 
@@ -61,9 +88,14 @@ describe('informational lists', () => {
     const list = await tc.http.get('/edge/management/v1/specs');
     assert.deepEqual(list.body.data.map((s: { id: string }) => s.id), ['edge-client', 'edge-management']);
     assertMatchesReference('management', 'GET', '/specs', 200, list.body);
-    const one = await tc.http.get('/edge/client/v1/specs/edge-management');
+    // The client API lists and serves only its own document.
+    const clientList = await tc.http.get('/edge/client/v1/specs');
+    assert.deepEqual(clientList.body.data.map((s: { id: string }) => s.id), ['edge-client']);
+    assert.equal((await tc.http.get('/edge/client/v1/specs/edge-management')).status, 404);
+    assert.equal((await tc.http.get('/edge/client/v1/specs/edge-management/spec')).status, 404);
+    const one = await tc.http.get('/edge/management/v1/specs/edge-management');
     assert.equal(one.body.data.name, 'edge-management');
-    assertMatchesReference('client', 'GET', '/specs/{id}', 200, one.body);
+    assertMatchesReference('management', 'GET', '/specs/{id}', 200, one.body);
     const yaml = await tc.http.get('/edge/client/v1/specs/edge-client/spec', { headers: { accept: '*/*' } });
     assert.match(String(yaml.headers['content-type']), /text\/yaml/);
     const doc = parseYaml(yaml.text);

@@ -21,6 +21,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   cert?: string;
   key?: string;
+  /** Send the path exactly as written (no URL normalisation of `.` and `..` segments). */
+  asIs?: boolean;
 }
 
 export interface HttpClient {
@@ -51,9 +53,9 @@ export function createClient(baseUrl: string, ca: string, defaults: RequestOptio
     if (payload !== undefined) headers['content-length'] = String(Buffer.byteLength(payload));
     if (o.token) headers['zt-session'] = o.token;
     return new Promise((resolve, reject) => {
+      const where = o.asIs ? { hostname: url.hostname, port: url.port, path: new URL(baseUrl).pathname + path } : { hostname: url.hostname, port: url.port, path: url.pathname + url.search };
       const req = httpsRequest(
-        url,
-        { method, headers, ca, cert: o.cert, key: o.key, rejectUnauthorized: true, agent: false },
+        { ...where, method, headers, ca, cert: o.cert, key: o.key, rejectUnauthorized: true, agent: false },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));

@@ -776,6 +776,25 @@ describe('GET /identity-role-attributes', () => {
   it('rejects an invalid filter with 400 INVALID_FILTER', async () => {
     assertError(await tc.mgmt.get(`/identity-role-attributes?filter=${q('name = "x"')}`), 400, 'INVALID_FILTER');
   });
+
+  it('lists every value, ignoring the limit, offset and sort parameters as upstream; the filter may page', async () => {
+    const stem = uniqueName('many').replace(/-/g, '');
+    const values = Array.from({ length: 12 }, (_, i) => `${stem}-${String(i).padStart(2, '0')}`);
+    await createIdentity(tc.mgmt, { roleAttributes: values });
+    const mine = `filter=${q(`id contains "${stem}"`)}`;
+    for (const extra of ['', '&sort=name%20asc', '&limit=2&offset=3', '&sort=id%20desc', '&sort=bogus']) {
+      const res = await tc.mgmt.get(`/identity-role-attributes?${mine}${extra}`);
+      assert.equal(res.status, 200, `${extra}: ${res.text}`);
+      assert.deepEqual(res.body.data, values, extra);
+      assert.deepEqual(res.body.meta.pagination, { limit: 9223372036854775807, offset: 0, totalCount: 12 });
+    }
+    const paged = await tc.mgmt.get(`/identity-role-attributes?filter=${q(`id contains "${stem}" sort by id desc skip 1 limit 3`)}`);
+    assert.deepEqual(paged.body.data, [values[10], values[9], values[8]]);
+    assert.deepEqual(paged.body.meta.pagination, { limit: 3, offset: 1, totalCount: 12 });
+    // No filter: still every value.
+    const all = await tc.mgmt.get('/identity-role-attributes?sort=name%20asc');
+    assert.ok(all.body.data.length >= 12 && values.every((v) => all.body.data.includes(v)));
+  });
 });
 
 describe('GET /identity-types and GET /identity-types/{id}', () => {
