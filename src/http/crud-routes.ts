@@ -37,6 +37,8 @@ export interface CrudOptions {
    * covers: `read` for list and detail, `write` for the rest.
    */
   access?: { read: Access; write?: Access };
+  /** Rewrites create, put and patch bodies before validation (see RouteSpec.normalizeBody). */
+  normalizeBody?: (body: unknown) => unknown;
 }
 
 export function crudRoutes(resource: Resource, service: CrudService, opts: CrudOptions): RouteSpec[] {
@@ -67,7 +69,7 @@ export function crudRoutes(resource: Resource, service: CrudService, opts: CrudO
     routes.push({
       method: 'POST', url: base, operationId: `create${singular}`, tag: opts.tag, summary: `Create a ${resource.singular}`,
       access: rule('create'),
-      body: resource.schemas.create as TSchema,
+      body: resource.schemas.create as TSchema, normalizeBody: opts.normalizeBody,
       response: { 201: createEnvelope },
       handler: async (req, reply) => {
         const newId = await service.create!(body(req));
@@ -89,7 +91,7 @@ export function crudRoutes(resource: Resource, service: CrudService, opts: CrudO
     routes.push({
       method: mode === 'update' ? 'PUT' : 'PATCH', url: `${base}/:id`, operationId: `${mode}${singular}`, tag: opts.tag,
       summary: `${mode === 'update' ? 'Update all fields of' : 'Update the supplied fields of'} a ${resource.singular}`,
-      access: rule('update'), params: IdParams, body: schema,
+      access: rule('update'), params: IdParams, body: schema, normalizeBody: opts.normalizeBody,
       response: { 200: emptyEnvelope },
       handler: async (req) => {
         await service.update!(id(req), body(req), mode === 'update' ? 'put' : 'patch');

@@ -23,6 +23,8 @@ export interface RouteSpec {
    */
   access: Access;
   body?: TSchema;
+  /** Rewrites the parsed body before validation, for client quirks the operation accepts (rarely needed). */
+  normalizeBody?: (body: unknown) => unknown;
   querystring?: TSchema;
   params?: TSchema;
   headers?: TSchema;
@@ -93,7 +95,11 @@ export function mountApi(app: FastifyInstance, api: ApiDefinition, resolveSessio
       config: { operationId: route.operationId, api: api.name },
       // Callback-style hooks: most requests finish each step synchronously, without a promise per hook.
       onRequest: mode === 'public' ? undefined : (req, _reply, done) => settle(() => authenticateRequest(req, resolveSession, mode), done),
-      preValidation: (req, _reply, done) => settle(() => assertContentType(req, consumes), done),
+      preValidation: (req, _reply, done) =>
+        settle(() => {
+          assertContentType(req, consumes);
+          if (route.normalizeBody && req.body !== undefined) req.body = route.normalizeBody(req.body);
+        }, done),
       // The session hook already decided `partial` and `session`; every other rule checks the caller here.
       preHandler: mode === 'public' || route.access === mode
         ? undefined

@@ -27,6 +27,7 @@ import { parseRoleRef } from '../../policy/role-ref.ts';
 import { createAccessService, policyStores, type AccessService } from '../../access/access.service.ts';
 import { policyRoleFields, roleFieldKind, type AccessIndex, type EntityKind, type PolicyKind, type RoleField } from '../../access/access-index.ts';
 import type { Clock } from '../entity-service.ts';
+import { postureCheckTypeIds } from '../posture-checks/posture-check.resource.ts';
 
 export interface ScanContext {
   db: Db;
@@ -395,7 +396,9 @@ const otherReferences: ScanStep = {
       ctx.report(`sessions ${String(r.id)} belongs to identity ${String(r.identity_id)} but its API session to identity ${String(r.owner)}`, true);
       ctx.tx?.db.prepare('DELETE FROM sessions WHERE id = ?').run(r.id);
     }
-    for (const r of all(ctx.db, 'SELECT p.id, p.type_id FROM posture_checks p WHERE NOT EXISTS (SELECT 1 FROM posture_check_types t WHERE t.id = p.type_id)')) {
+    // The known types are those a posture check may have (MFA included), not the type catalogue (which has no MFA).
+    const known = postureCheckTypeIds.map(() => '?').join(', ');
+    for (const r of all(ctx.db, `SELECT p.id, p.type_id FROM posture_checks p WHERE p.type_id NOT IN (${known})`, ...postureCheckTypeIds)) {
       ctx.report(`posture_checks ${String(r.id)} has unknown posture check type '${String(r.type_id)}'`, false);
     }
     const admins = all(ctx.db, 'SELECT id FROM identities WHERE is_default_admin = 1');

@@ -10,9 +10,26 @@ import type { PostureCheckService } from './posture-check.service.ts';
 import { postureCheckResource } from './posture-check.resource.ts';
 import { postureCheckTypeResource } from '../posture-check-types/posture-check-type.resource.ts';
 
+/**
+ * The `ziti` CLI (v2.0) writes each `operatingSystems` entry as `{"Type": ..., "Versions": [...]}`. Exactly
+ * these two capitalised keys are read as `type` and `versions` (the lower-case key wins when both are there);
+ * every other key stays as sent, so the schema still refuses anything else.
+ */
+export function acceptCliOperatingSystems(body: unknown): unknown {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return body;
+  const list = (body as Record<string, unknown>).operatingSystems;
+  if (!Array.isArray(list)) return body;
+  const entries = list.map((entry) => {
+    if (!entry || typeof entry !== 'object' || Array.isArray(entry)) return entry;
+    const { Type, Versions, ...rest } = entry as Record<string, unknown>;
+    return { ...(Type !== undefined ? { type: Type } : {}), ...(Versions !== undefined ? { versions: Versions } : {}), ...rest };
+  });
+  return { ...(body as Record<string, unknown>), operatingSystems: entries };
+}
+
 export function postureCheckRoutes(db: Db, postureChecks: PostureCheckService, postureCheckTypes: CrudService): RouteSpec[] {
   return [
-    ...crudRoutes(postureCheckResource, postureChecks, { tag: 'Posture Checks', roleFilter: true }),
+    ...crudRoutes(postureCheckResource, postureChecks, { tag: 'Posture Checks', roleFilter: true, normalizeBody: acceptCliOperatingSystems }),
     roleAttributeListRoute({
       url: '/posture-check-role-attributes', operationId: 'listPostureCheckRoleAttributes', tag: 'Role Attributes',
       table: 'posture_check_role_attributes', permission: 'posture-check', db,

@@ -57,6 +57,15 @@ function normalizeField(field: string, value: unknown): unknown {
       return [...byType.keys()].sort().map((type) => ({ type, versions: byType.get(type) }));
     }
     case 'macAddresses':
+      // As upstream: separators dropped, lower case, so `00:11:22:33:44:55` is stored `001122334455` and
+      // compares with what clients report. Unlike upstream, what is not a MAC address afterwards is refused.
+      return stringSet(
+        (value as string[]).map((mac) => {
+          const bare = mac.replace(/[:.\-\s]/g, '').toLowerCase();
+          if (!/^[0-9a-f]{12}$/.test(bare)) throw fieldError('macAddresses', `${mac} is not a MAC address`, mac);
+          return bare;
+        }),
+      );
     case 'domains':
       return stringSet(value);
     case 'process': {
@@ -149,6 +158,10 @@ export function createPostureCheckService(db: Db, access: AccessService, clock: 
     const detail = postureCheckResource.presentStored(values);
     detail.roleAttributes = values.roleAttributes ?? [];
     Object.assign(detail, (values.details as Details | null) ?? {});
+    // Each process of a PROCESS_MULTI check shows both lists, empty when unset, as upstream renders them.
+    if (Array.isArray(detail.processes)) {
+      detail.processes = (detail.processes as Array<Record<string, unknown>>).map((p) => ({ ...p, hashes: p.hashes ?? [], signerFingerprints: p.signerFingerprints ?? [] }));
+    }
     return detail;
   }
 

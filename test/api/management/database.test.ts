@@ -114,8 +114,17 @@ describe('data integrity results before any run', () => {
 });
 
 describe('data integrity check and fix', () => {
-  it('finds nothing on a healthy store', async () => {
+  it('finds nothing on a healthy store, posture checks of every type included (MFA has no catalogue entry)', async () => {
     await network();
+    for (const body of [
+      { typeId: 'MFA', timeoutSeconds: 300 },
+      { typeId: 'MAC', macAddresses: ['00:11:22:33:44:55'] },
+      { typeId: 'DOMAIN', domains: ['example.com'] },
+      { typeId: 'OS', operatingSystems: [{ type: 'Linux', versions: [] }] },
+    ]) {
+      const res = await tc.mgmt.post('/posture-checks', { name: uniqueName('pc'), ...body });
+      assert.equal(res.status, 201, res.text);
+    }
     const r = await run('check');
     assert.deepEqual(r.results, []);
   });

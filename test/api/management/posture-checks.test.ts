@@ -108,8 +108,8 @@ describe('POST /posture-checks: every type', () => {
     );
     assert.deepEqual(own(multi), {
       processes: [
-        { osType: 'macOS', path: '/Applications/A.app', signerFingerprints: ['s1'] },
-        { osType: 'Linux', path: '/bin/b' },
+        { osType: 'macOS', path: '/Applications/A.app', hashes: [], signerFingerprints: ['s1'] },
+        { osType: 'Linux', path: '/bin/b', hashes: [], signerFingerprints: [] },
       ],
       semantic: 'AnyOf',
     });
@@ -121,13 +121,37 @@ describe('POST /posture-checks: every type', () => {
     assert.equal((await detail(await create({ typeId: 'MFA' }))).timeoutSeconds, -1);
   });
 
+  it('stores MAC addresses as upstream does: no separators, lower case, once each, sorted; refuses non-addresses', async () => {
+    const mac = await detail(await create({ typeId: 'MAC', macAddresses: ['FF:FF:FF:00:00:01', '00:11:22:33:44:55', 'ff-ff-ff-00-00-01', '0011.2233.4455'] }));
+    assert.deepEqual(own(mac), { macAddresses: ['001122334455', 'ffffff000001'] });
+    await expectRejected({ typeId: 'MAC', macAddresses: ['not-a-mac'] }, (res) => assertFieldError(res, 'macAddresses'));
+    const id = await create({ typeId: 'MAC', macAddresses: ['001122334455'] });
+    assertEmptyOk(await tc.mgmt.patch(`/posture-checks/${id}`, { typeId: 'MAC', macAddresses: ['AA-BB-CC-DD-EE-FF'] }));
+    assert.deepEqual(own(await detail(id)), { macAddresses: ['aabbccddeeff'] });
+  });
+
+  it('reads the CLI\'s capitalised Type and Versions keys of OS entries (lower case wins), and nothing else', async () => {
+    const os = await detail(
+      await create({ typeId: 'OS', operatingSystems: [{ Type: 'Windows', Versions: ['>=10.0.19041'] }, { Type: 'Linux', Versions: [] }] }),
+    );
+    assert.deepEqual(own(os), { operatingSystems: [{ type: 'Linux', versions: null }, { type: 'Windows', versions: ['>=10.0.19041'] }] });
+    const both = await detail(await create({ typeId: 'OS', operatingSystems: [{ type: 'macOS', Type: 'Windows', versions: ['>=13.0.0'], Versions: ['>=1.0.0'] }] }));
+    assert.deepEqual(own(both), { operatingSystems: [{ type: 'macOS', versions: ['>=13.0.0'] }] });
+    const id = await create({ typeId: 'OS', operatingSystems: [{ type: 'Linux', versions: [] }] });
+    assertEmptyOk(await tc.mgmt.patch(`/posture-checks/${id}`, { typeId: 'OS', operatingSystems: [{ Type: 'Android', Versions: ['>=11.0.0'] }] }));
+    assert.deepEqual(own(await detail(id)), { operatingSystems: [{ type: 'Android', versions: ['>=11.0.0'] }] });
+    // Other keys and other capitalisations stay strict.
+    await expectRejected({ typeId: 'OS', operatingSystems: [{ TYPE: 'Linux', versions: [] }] }, (res) => assert.equal(res.status, 400, res.text));
+    await expectRejected({ typeId: 'OS', OperatingSystems: [{ type: 'Linux', versions: [] }] }, (res) => assertFieldError(res, 'operatingSystems'));
+  });
+
   it('reads null optional process lists as unset, as generated Go clients send them', async () => {
     const process = await detail(await create({ typeId: 'PROCESS', process: { osType: 'Linux', path: '/usr/bin/agent', hashes: null } }));
     assert.deepEqual(own(process), { process: { osType: 'Linux', path: '/usr/bin/agent' } });
     const multi = await detail(
       await create({ typeId: 'PROCESS_MULTI', semantic: 'AllOf', processes: [{ osType: 'Windows', path: 'C:\\a.exe', hashes: null, signerFingerprints: null }] }),
     );
-    assert.deepEqual(own(multi), { processes: [{ osType: 'Windows', path: 'C:\\a.exe' }], semantic: 'AllOf' });
+    assert.deepEqual(own(multi), { processes: [{ osType: 'Windows', path: 'C:\\a.exe', hashes: [], signerFingerprints: [] }], semantic: 'AllOf' });
     await expectRejected({ typeId: 'PROCESS', process: { osType: 'Linux', path: '/x', hashes: 'aa' } }, (res) => assertFieldError(res, 'process.hashes'));
   });
 
@@ -257,7 +281,7 @@ describe('GET /posture-checks', () => {
     const tag = uniqueName('L').replace(/-/g, '');
     const a = await create({ name: `${tag}-a`, typeId: 'MFA', roleAttributes: [`${tag}x`, `${tag}y`] });
     const b = await create({ name: `${tag}-b`, typeId: 'DOMAIN', domains: ['d'], roleAttributes: [`${tag}x`] });
-    const c = await create({ name: `${tag}-c`, typeId: 'MAC', macAddresses: ['m'] });
+    const c = await create({ name: `${tag}-c`, typeId: 'MAC', macAddresses: ['00:00:00:00:00:01'] });
     const names = async (query: string) => {
       const res = await tc.mgmt.get(`/posture-checks?${query}`);
       assert.equal(res.status, 200, res.text);
