@@ -9,14 +9,15 @@
  *   PORTCULLIS_CA_FILE         PEM file with the controller's CA bundle (trust anchor for TLS)
  *   PORTCULLIS_DATA_DIR        the controller's data directory (read-only for the suites)
  *
- * Suites: the Go module in test/interop/go (`go test ./...`), and the Python tests in test/interop/python
- * (`python3 -m pytest`) when that folder exists. The controller is stopped and the data dir removed at the
+ * Suites: the Go module in test/interop/go (`go test ./...`), the Python tests in test/interop/python
+ * (`python3 -m pytest`) when that folder exists, and the real `ziti` CLI in test/interop/cli (node:test; the
+ * binary from ZITI_BIN, else unpacked by ../shared/tools/ziti/unpack beside the repository). The controller is stopped and the data dir removed at the
  * end; the exit code is non-zero when any suite fails or a needed toolchain is missing.
  *
- * Flags: `--only go|python` runs one suite; anything after `--` is passed to `go test` (e.g. `-run TestX`).
+ * Flags: `--only go|python|cli` runs one suite; anything after `--` is passed to `go test` (e.g. `-run TestX`).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -35,6 +36,8 @@ const onlyIdx = own.indexOf('--only');
 const only = onlyIdx >= 0 ? own[onlyIdx + 1] : undefined;
 const wantGo = !only || only === 'go';
 const wantPython = (!only || only === 'python') && existsSync(pyDir);
+const cliDir = join(here, 'cli');
+const wantCli = !only || only === 'cli';
 
 function freePort() {
   return new Promise((res, rej) => {
@@ -71,6 +74,17 @@ if (wantPython && !have(python, ['-m', 'pytest', '--version'])) {
   fail(`Python with pytest is required for test/interop/python, but \`${python} -m pytest\` does not run.`);
 }
 
+/** The upstream `ziti` program: ZITI_BIN, else the copy unpacked from the shared tools beside the repository. */
+function zitiBinary() {
+  if (process.env.ZITI_BIN) return process.env.ZITI_BIN;
+  const unpack = resolve(repo, '..', 'shared', 'tools', 'ziti', 'unpack');
+  if (!existsSync(unpack)) fail('the ziti CLI suite needs ZITI_BIN or ../shared/tools/ziti/unpack');
+  const r = spawnSync(unpack, [], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  if (r.status !== 0) fail('could not unpack the ziti program');
+  return r.stdout.trim().split('\n').pop();
+}
+const zitiBin = wantCli ? zitiBinary() : undefined;
+
 /** Runs a command with its output passed through; `onLine` sees every stdout line. */
 function run(cmd, args, cwd, env, onLine = () => {}) {
   return new Promise((res) => {
@@ -103,6 +117,15 @@ function countGo(line) {
   if (m[1] === 'PASS') counts.passed += 1;
   else if (m[1] === 'FAIL') counts.failed += 1;
   else counts.skipped += 1;
+}
+
+/** Counts node's test runner summary (`# pass 3`, `# fail 1`, `# skipped 0`). */
+function countNode(line) {
+  const m = /^# (pass|fail|skipped) (\d+)$/.exec(line.trim());
+  if (!m) return;
+  if (m[1] === 'pass') counts.passed += Number(m[2]);
+  else if (m[1] === 'fail') counts.failed += Number(m[2]);
+  else counts.skipped += Number(m[2]);
 }
 
 /** Counts pytest's closing summary line (`=== 3 passed, 1 failed in 0.5s ===`). */
@@ -236,6 +259,14 @@ if (wantPython) {
     console.log('test:interop: python -m pytest (test/interop/python)');
     const c = await run(python, ['-m', 'pytest', '-q'], pyDir, env, countPytest);
     return c === 5 ? 0 : c; // pytest: no tests collected
+  });
+  exitCode ||= code;
+}
+if (wantCli) {
+  const code = await withController('ec', async (env) => {
+    console.log('test:interop: ziti CLI (test/interop/cli)');
+    const files = readdirSync(cliDir).filter((f) => f.endsWith('.test.ts')).map((f) => join(cliDir, f));
+    return run(process.execPath, ['--import', 'tsx', '--test', ...files], repo, { ...env, ZITI_BIN: zitiBin }, countNode);
   });
   exitCode ||= code;
 }
