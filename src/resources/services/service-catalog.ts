@@ -22,8 +22,6 @@ export interface CatalogService {
 export interface ServiceCatalogState {
   /** Services in id order (the store's order for `ORDER BY id`). */
   ordered: readonly CatalogService[];
-  /** 0 … ordered.length - 1 (every service, in order). */
-  allPositions: Int32Array;
   /** Service id → index in `ordered`. */
   positionOf: ReadonlyMap<string, number>;
   configs: ReadonlyMap<string, { typeId: string; value: unknown }>;
@@ -56,7 +54,7 @@ export function createServiceCatalog(db: Db) {
     }
     const typeNames = new Map<string, string>();
     for (const r of prepare(db, 'SELECT id, name FROM config_types').all() as Array<{ id: string; name: string }>) typeNames.set(r.id, r.name);
-    return { ordered, allPositions: Int32Array.from(ordered.keys()), positionOf, configs, typeNames };
+    return { ordered, positionOf, configs, typeNames };
   }
 
   /** The catalogue as the store holds it now. */

@@ -182,25 +182,20 @@ export function createServiceViews(db: Db, access: AccessService, clock: Clock) 
   }
 
   /**
-   * One page of the services an identity may dial or bind (every service for `all`), in the list's default order
-   * (id ascending), from the catalogue: the same page and count as the store's `ORDER BY id LIMIT/OFFSET`.
+   * One page of the services an identity may dial or bind, in the list's default order (id ascending), from
+   * the catalogue: the same page and count as the store's `ORDER BY id LIMIT/OFFSET`.
    */
-  function defaultPage(identityId: string | 'all', limit: number, offset: number): CatalogPage {
+  function defaultPage(identityId: string, limit: number, offset: number): CatalogPage {
     const catalog = services.current();
-    let positions: Int32Array;
-    if (identityId === 'all') {
-      positions = catalog.allPositions;
-    } else {
-      const mine = access.index.identityServices(identityId);
-      positions = mine.memo(catalog, () => {
-        const found: number[] = [];
-        mine.forEachService((serviceId) => {
-          const p = catalog.positionOf.get(serviceId);
-          if (p !== undefined) found.push(p);
-        });
-        return Int32Array.from(found).sort();
+    const mine = access.index.identityServices(identityId);
+    const positions = mine.memo(catalog, () => {
+      const found: number[] = [];
+      mine.forEachService((serviceId) => {
+        const p = catalog.positionOf.get(serviceId);
+        if (p !== undefined) found.push(p);
       });
-    }
+      return Int32Array.from(found).sort();
+    });
     const end = limit < 0 ? positions.length : Math.min(positions.length, offset + limit);
     const entries: CatalogService[] = [];
     for (let i = offset; i < end; i++) entries.push(catalog.ordered[positions[i]!]!);

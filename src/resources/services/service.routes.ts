@@ -10,7 +10,6 @@ import { crudRoutes } from '../../http/crud-routes.ts';
 import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
 import { detailEnvelope, list, listEnvelope, ok } from '../../http/envelope.ts';
 import { callerOf } from '../../http/caller.ts';
-import { isAdmin } from '../../auth/permissions.ts';
 import { idSetCondition } from '../../query/dialect.ts';
 import { prepare } from '../../store/entity-table.ts';
 import { compileListQuery } from '../../query/index.ts';
@@ -184,8 +183,8 @@ export function clientServiceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
   const fields = filterableFields(serviceResource.symbols);
   const serviceFilterableJson = fields.length ? JSON.stringify(fields) : '';
   const { db, access, services, views } = deps;
+  // Admins too see only the services a policy lets their identity dial or bind, as upstream.
   const visible = (identity: IdentitySummary, serviceId: string) => {
-    if (isAdmin(identity)) return true;
     const p = access.index.permissions(identity.id, serviceId);
     return p.dial || p.bind;
   };
@@ -196,7 +195,7 @@ export function clientServiceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
       handler: (req, reply) => {
         const caller = callerOf(req);
         const lr = listRequest(req);
-        const who = isAdmin(caller.identity) ? 'all' : caller.identity.id;
+        const who = caller.identity.id;
         const opts: ServiceViewOptions = { identityId: caller.identity.id, apiSessionId: caller.apiSession.id, permissions: true, configTypes: clientWanted(db, req), emptyConfig: 'object' };
         if (!lr.filter && !lr.sort && !hasRoleFilter(lr)) {
           // The default order (what SDKs and tunnelers ask for) is paged and rendered from the service catalogue.
@@ -205,7 +204,7 @@ export function clientServiceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
           const json = views.presentPageJson(page, opts, { limit: q.limit, offset: q.offset, totalCount: page.totalCount, unlimited: q.unlimited }, serviceFilterableJson);
           return reply.type('application/json; charset=utf-8').send(json);
         }
-        const r = who === 'all' ? services.list(lr) : services.list(lr, idSetCondition('e.id', access.index.servicesOfIdentity(caller.identity.id)));
+        const r = services.list(lr, idSetCondition('e.id', access.index.servicesOfIdentity(who)));
         return list(views.present(r.items, opts), r.page, r.filterableFields);
       },
     },

@@ -119,11 +119,19 @@ describe('GET /services (client)', () => {
     assertError(await user.api.get(`/services?filter=${q('nme = 1')}`), 400, 'INVALID_FILTER');
   });
 
-  it('admins see every service, with Invalid where they hold no permission', async () => {
+  it('admins, as upstream, see only the services a policy grants their identity', async () => {
     const id = await createService();
-    const res = await list(tc.client, `?filter=${q(`id = "${id}"`)}`);
+    const other = await createService();
+    const mine = `?filter=${q(`id = "${id}" or id = "${other}"`)}`;
+    assert.deepEqual(ids(await list(tc.client, mine)), []);
+    assertError(await tc.client.get(`/services/${id}`), 404, 'NOT_FOUND');
+    const adminId = (await tc.client.get('/current-identity')).body.data.id as string;
+    await grant('Dial', adminId, [`@${id}`]);
+    const res = await list(tc.client, mine);
     assert.deepEqual(ids(res), [id]);
-    assert.deepEqual(res.body.data[0].permissions, ['Invalid']);
+    assert.deepEqual(res.body.data[0].permissions, ['Dial']);
+    assert.deepEqual(ids(await list(tc.client, '')).filter((s) => s === id || s === other), [id]);
+    assert.deepEqual((await detail(tc.client, id)).permissions, ['Dial']);
   });
 
   it('merges config by configTypes: names, ids, all; else the API session config types', async () => {
@@ -169,8 +177,6 @@ describe('GET /services/{id} (client)', () => {
     const plain = await clientUser();
     await grant('Dial', plain.id, [`@${id}`]);
     assert.equal((await detail(plain.api, id)).config, null);
-    // Admins see every service.
-    assert.deepEqual((await detail(tc.client, hidden)).permissions, ['Invalid']);
   });
 });
 
@@ -185,19 +191,19 @@ describe('PATCH, PUT and DELETE /services/{id} (client)', () => {
     let res = await tc.client.patch(`/services/${id}`, { maxIdleTimeMillis: 5, encryptionRequired: false });
     assertEmptyOk(res);
     assertMatchesReference('client', 'PATCH', '/services/{id}', 200, res.body);
-    let d = await detail(tc.client, id);
+    let d = (await tc.mgmt.get(`/services/${id}`)).body.data;
     assert.equal(d.maxIdleTimeMillis, 5);
     assert.equal(d.encryptionRequired, true);
     const name = uniqueName('put');
     res = await tc.client.put(`/services/${id}`, { name, terminatorStrategy: 'random' });
     assertEmptyOk(res);
-    d = await detail(tc.client, id);
+    d = (await tc.mgmt.get(`/services/${id}`)).body.data;
     assert.equal(d.name, name);
     assert.equal(d.terminatorStrategy, 'random');
     assert.equal(d.maxIdleTimeMillis, 0);
     assertError(await tc.client.patch(`/services/${id}`, { terminatorStrategy: 'nope' }), 404, 'NOT_FOUND');
     assertEmptyOk(await tc.client.delete(`/services/${id}`));
-    assertError(await tc.client.get(`/services/${id}`), 404, 'NOT_FOUND');
+    assertError(await tc.mgmt.get(`/services/${id}`), 404, 'NOT_FOUND');
     assertError(await tc.client.delete(`/services/${id}`), 404, 'NOT_FOUND');
   });
 });

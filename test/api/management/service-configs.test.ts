@@ -158,6 +158,9 @@ describe('overrides in the client service view', () => {
     assertEmptyOk(await tc.mgmt.post(`/identities/${user.id}/service-configs`, [{ serviceId: s.id, configId: over.id }, { serviceId: s.id, configId: host.id }]));
     assert.deepEqual(await view(), { 'intercept.v1': interceptData('mine.example'), 'host.v1': hostData(4) });
     // Another identity with access sees the service's own config.
+    const adminId = (await tc.client.get('/current-identity')).body.data.id as string;
+    const adminPolicy = await tc.mgmt.post('/service-policies', { name: uniqueName('sp'), type: 'Dial', semantic: 'AnyOf', identityRoles: [`@${adminId}`], serviceRoles: [`@${s.id}`] });
+    assert.equal(adminPolicy.status, 201, adminPolicy.text);
     const admin = await tc.client.get(`/services?configTypes=intercept.v1&filter=${encodeURIComponent(`id = "${s.id}"`)}`);
     assert.deepEqual(admin.body.data[0].config, { 'intercept.v1': interceptData('own.example') });
   });
