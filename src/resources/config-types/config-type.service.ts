@@ -18,9 +18,9 @@ function isObject(value: unknown): value is Record<string, unknown> {
 function normalize(values: Values, mode: 'create' | 'put' | 'patch'): void {
   if (values.name === 'all') throw fieldError('name', "name 'all' is reserved and may not be used", 'all');
   if ('schema' in values || mode !== 'patch') {
-    // Upstream keeps a schema only when it is a JSON object; anything else means "no schema".
+    // The request schema admits only an object or null; an empty object means "no schema" and is not checked.
     const schema = isObject(values.schema) ? values.schema : null;
-    if (schema) {
+    if (schema && Object.keys(schema).length > 0) {
       const problem = checkConfigTypeSchema(schema);
       if (problem) throw problem;
     }

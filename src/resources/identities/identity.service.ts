@@ -46,9 +46,11 @@ export function isDisabledNow(disabledAt: unknown, disabledUntil: unknown, now: 
   return !disabledUntil || new Date(disabledUntil as string).getTime() > now.getTime();
 }
 
-function assertAuthPolicy(tx: Tx, id: unknown): void {
-  if (id === undefined) return;
-  if (!prepare(tx.db, 'SELECT 1 FROM auth_policies WHERE id = ?').get(id)) throw notFound('authPolicy', String(id));
+/** An empty or null auth policy id (consoles send `""`) means the default policy; any other must exist. */
+function resolveAuthPolicy(tx: Tx, values: Values): void {
+  if (values.authPolicyId === '' || values.authPolicyId === null) values.authPolicyId = 'default';
+  const id = values.authPolicyId;
+  if (id !== undefined && !prepare(tx.db, 'SELECT 1 FROM auth_policies WHERE id = ?').get(id)) throw notFound('authPolicy', String(id));
 }
 
 /** Hosting cost/precedence maps are keyed by service id; each must name an existing service. */
@@ -75,7 +77,7 @@ export function createIdentityService(db: Db, access: AccessService, clock: Cloc
         // Upstream ignores the requested type on create: every REST-created identity is Default.
         values.type = 'Default';
         values.roleAttributes = normalizeRoleAttributes(values.roleAttributes as string[], { checkPrefix: true });
-        assertAuthPolicy(tx, values.authPolicyId);
+        resolveAuthPolicy(tx, values);
         assertServiceKeys(tx, values);
       },
       afterCreate(tx, values) {
@@ -90,11 +92,15 @@ export function createIdentityService(db: Db, access: AccessService, clock: Cloc
           if (existing.type === 'Router' && changes.type !== 'Router') throw fieldError('type', 'may not change the type of a router identity', changes.type);
           changes.type = existing.type === 'Router' ? 'Router' : storedType(changes.type);
         }
+        // A tunneler router's identity carries its router's name; renaming the router renames both.
+        if (existing.type === 'Router' && changes.name !== undefined && changes.name !== existing.name && prepare(tx.db, 'SELECT 1 FROM routers WHERE id = ?').get(existing.id)) {
+          throw fieldError('name', 'may not change name of router identities', changes.name);
+        }
         if (existing.isDefaultAdmin && changes.isAdmin === false) {
           throw new ApiError('ENTITY_CAN_NOT_BE_UPDATED', { cause: { code: 'UNHANDLED', message: 'the default admin must remain an admin' } });
         }
         if (changes.roleAttributes !== undefined) changes.roleAttributes = normalizeRoleAttributes(changes.roleAttributes as string[], { checkPrefix: true });
-        assertAuthPolicy(tx, changes.authPolicyId);
+        resolveAuthPolicy(tx, changes);
         assertServiceKeys(tx, changes);
       },
       beforeDelete(tx, existing) {

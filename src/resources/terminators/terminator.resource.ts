@@ -21,8 +21,7 @@ export const terminatorResource = defineResource({
     identity: { schema: Type.String(), column: 'instance_id', create: 'optional', default: '' },
     identitySecret: { schema: Type.String({ format: 'byte' }), read: false, column: 'instance_secret', create: 'optional' },
     cost: { schema: TerminatorCost, column: 'cost', kind: 'int', create: 'optional', put: 'optional', patch: true, default: 0 },
-    // Any string is accepted; unknown values are stored as `default` (upstream model §5).
-    precedence: { schema: Type.String(), read: TerminatorPrecedence, column: 'precedence', create: 'optional', put: 'optional', patch: true, default: 'default' },
+    precedence: { schema: TerminatorPrecedence, read: TerminatorPrecedence, column: 'precedence', create: 'optional', put: 'optional', patch: true, default: 'default' },
     hostId: { schema: Type.String(), read: false, column: 'host_id' },
   },
   computed: {

@@ -1,7 +1,7 @@
 /**
  * Terminator rules beyond generic CRUD (upstream model §5): the service and router must exist (404); an
- * empty binding becomes `udp` for `udp:` addresses and `transport` otherwise; an unknown precedence is
- * stored as `default`; the service is fixed at create (updates leave it unchanged).
+ * empty binding becomes `udp` for `udp:` addresses and `transport` otherwise; the precedence is one of
+ * `default`, `required`, `failed` (the request schema refuses others); the service is fixed at create.
  */
 import type { Db } from '../../store/database.ts';
 import { prepare, type Values } from '../../store/entity-table.ts';

@@ -1,6 +1,6 @@
 /**
  * Management config types: the built-in types with their fixed ids, CRUD, schema checks (must compile, root
- * type object, non-object schemas stored as none), the reserved name `all`, delete refused while configs of
+ * type object, non-object schemas refused, `{}` is no schema), the reserved name `all`, delete refused while configs of
  * the type exist (409, the seed contract), the configs of a type, unknown ids and permissions.
  */
 import { describe, it } from 'node:test';
@@ -112,9 +112,16 @@ describe('POST /config-types', () => {
     assert.deepEqual((await detail(await createType({ schema: rich }))).schema, rich);
   });
 
-  it('stores a schema that is not a JSON object as no schema, as upstream does', async () => {
-    for (const schema of ['text', [1, 2], 7]) {
-      assert.equal((await detail(await createType({ schema }))).schema, null, JSON.stringify(schema));
+  it('refuses a schema that is not a JSON object, as upstream; an empty object means no schema', async () => {
+    for (const schema of ['notAnObject', [1, 2], 7, true]) {
+      await expectCreateRejected({ name: uniqueName('bad'), schema }, 'schema', /must be of type object/);
+    }
+    const empty = await createType({ schema: {} });
+    assert.deepEqual((await detail(empty)).schema, {});
+    const config = await tc.mgmt.post('/configs', { name: uniqueName('cfg'), configTypeId: empty, data: { anything: [1, 'two'] } });
+    assert.equal(config.status, 201, config.text);
+    for (const schema of [{ type: 'object' }]) {
+      assert.ok(await createType({ schema }), JSON.stringify(schema));
     }
   });
 

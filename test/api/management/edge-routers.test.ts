@@ -384,6 +384,23 @@ describe('tunneler-enabled edge routers', () => {
     assertError(await identity(id), 404, 'NOT_FOUND');
   });
 
+  it('refuses to rename the router identity (it carries the router\'s name); renaming the router renames both', async () => {
+    const name = uniqueName('named');
+    const id = await createRouter({ name, isTunnelerEnabled: true });
+    for (const res of [
+      await tc.mgmt.patch(`/identities/${id}`, { name: uniqueName('renamed') }),
+      await tc.mgmt.put(`/identities/${id}`, { name: uniqueName('renamed'), type: 'Router', isAdmin: false }),
+    ]) {
+      assertFieldError(res, 'name');
+      assert.equal(res.body.error.cause.reason, 'may not change name of router identities');
+    }
+    assertEmptyOk(await tc.mgmt.patch(`/identities/${id}`, { name, tags: { k: 'v' } }));
+    assert.equal((await identity(id)).body.data.name, name);
+    const renamed = uniqueName('router');
+    assertEmptyOk(await tc.mgmt.patch(`/edge-routers/${id}`, { name: renamed }));
+    assert.equal((await identity(id)).body.data.name, renamed);
+  });
+
   it('refuses to delete the router identity while the router exists; deleting the router removes it', async () => {
     const id = await createRouter({ isTunnelerEnabled: true });
     const res = await tc.mgmt.delete(`/identities/${id}`);

@@ -436,6 +436,24 @@ describe('PATCH /identities/{id}', () => {
 });
 
 describe('PUT /identities/{id}', () => {
+  it('takes the default auth policy when authPolicyId is missing, empty or null', async () => {
+    const policy = await tc.mgmt.post('/auth-policies', {
+      name: uniqueName('ap'),
+      primary: { cert: { allowed: true, allowExpiredCerts: false }, extJwt: { allowed: false, allowedSigners: [] }, updb: { allowed: true, lockoutDurationMinutes: 0, maxAttempts: 0, minPasswordLength: 5, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false } },
+      secondary: { requireTotp: false },
+    });
+    assert.equal(policy.status, 201, policy.text);
+    for (const authPolicyId of [undefined, '', null]) {
+      const id = await createIdentity(tc.mgmt, { authPolicyId: policy.body.data.id });
+      assertEmptyOk(await tc.mgmt.put(`/identities/${id}`, { name: uniqueName('put'), type: 'User', isAdmin: false, ...(authPolicyId === undefined ? {} : { authPolicyId }) }));
+      assert.equal((await detail(id)).authPolicyId, 'default', String(authPolicyId));
+    }
+    const created = await tc.mgmt.post('/identities', { ...validBody(), authPolicyId: '' });
+    assert.equal(created.status, 201, created.text);
+    assert.equal((await detail(created.body.data.id)).authPolicyId, 'default');
+    assertError(await tc.mgmt.put(`/identities/${created.body.data.id}`, { name: uniqueName('put'), type: 'User', isAdmin: false, authPolicyId: 'nope' }), 404, 'NOT_FOUND');
+  });
+
   it('replaces every field and resets omitted optional fields to their defaults', async () => {
     const id = await createIdentity(tc.mgmt, {
       roleAttributes: ['alpha'],

@@ -107,8 +107,13 @@ describe('POST /terminators', () => {
     assert.equal('identitySecret' in d, false);
   });
 
-  it('defaults cost, precedence and identity; unknown precedence becomes default; empty binding is derived', async () => {
-    const d1 = await detail(await createTerminator({ precedence: 'urgent' }));
+  it('defaults cost, precedence and identity; refuses an unknown precedence; empty binding is derived', async () => {
+    for (const precedence of ['urgent', 'Required', '']) {
+      const res = await tc.mgmt.post('/terminators', { service: await createService(), router: await createTransitRouter(), binding: 'transport', address: 'tcp:x:1', precedence });
+      assertFieldError(res, 'precedence');
+      assert.match(res.body.error.cause.reason, /should be one of \[default required failed\]/);
+    }
+    const d1 = await detail(await createTerminator({}));
     assert.equal(d1.cost, 0);
     assert.equal(d1.precedence, 'default');
     assert.equal(d1.identity, '');
@@ -197,7 +202,8 @@ describe('PUT and PATCH /terminators/{id}', () => {
     assert.equal(d.precedence, 'failed');
     assert.equal(d.address, before.address);
     assert.deepEqual(d.tags, { a: 'b' });
-    assertEmptyOk(await tc.mgmt.patch(`/terminators/${id}`, { precedence: 'bogus', binding: '', address: 'udp:x:1' }));
+    assertFieldError(await tc.mgmt.patch(`/terminators/${id}`, { precedence: 'bogus' }), 'precedence');
+    assertEmptyOk(await tc.mgmt.patch(`/terminators/${id}`, { precedence: 'default', binding: '', address: 'udp:x:1' }));
     const p = await detail(id);
     assert.equal(p.precedence, 'default');
     assert.equal(p.binding, 'udp');
