@@ -89,6 +89,116 @@ export function toValidationError(errors: ErrorObject[], data: unknown, part: Ht
   });
 }
 
+// ---- JSON type mismatches: parse errors, as a typed decoder reports them ------------------------------------
+
+type Schema = Record<string, unknown>;
+
+/** The JSON kind of a value, in Go's unmarshal vocabulary. */
+function jsonKind(value: unknown): string {
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'boolean') return 'bool';
+  return typeof value === 'object' ? 'object' : typeof value;
+}
+
+function typesOf(schema: Schema): string[] | undefined {
+  const t = schema.type;
+  return typeof t === 'string' ? [t] : Array.isArray(t) ? (t as string[]) : undefined;
+}
+
+function isFreeForm(schema: Schema): boolean {
+  return schema.properties === undefined && (schema.additionalProperties === undefined || schema.additionalProperties === true);
+}
+
+/** Whether a value's JSON kind fits the schema's declared type (enum, range and format are validation's job). */
+function kindFits(schema: Schema, value: unknown): boolean {
+  if (value === null) return true; // a typed decoder leaves the field unset
+  if (Array.isArray(schema.anyOf)) return (schema.anyOf as Schema[]).some((s) => kindFits(s, value));
+  const types = typesOf(schema);
+  if (!types) return true;
+  return types.some((t) => {
+    switch (t) {
+      case 'integer':
+        return typeof value === 'number' && Number.isInteger(value);
+      case 'number':
+        return typeof value === 'number';
+      case 'boolean':
+        return typeof value === 'boolean';
+      case 'string':
+        return typeof value === 'string';
+      case 'array':
+        return Array.isArray(value);
+      case 'object':
+        // A free-form object (no declared members) decodes into an untyped value: validation judges it.
+        return (typeof value === 'object' && !Array.isArray(value)) || isFreeForm(schema);
+      case 'null':
+        return false; // null itself fits every type (above)
+      default:
+        return true;
+    }
+  });
+}
+
+function goType(schema: Schema): string {
+  const branch = Array.isArray(schema.anyOf) ? ((schema.anyOf as Schema[]).find((s) => s.type !== 'null') ?? {}) : schema;
+  const t = (typesOf(branch) ?? []).find((x) => x !== 'null');
+  switch (t) {
+    case 'integer':
+      return 'int64';
+    case 'number':
+      return 'float64';
+    case 'boolean':
+      return 'bool';
+    case 'string':
+      return 'string';
+    case 'array':
+      return `[]${goType((branch.items as Schema | undefined) ?? {})}`;
+    case 'object':
+      return typeof branch.title === 'string' ? `rest_model.${branch.title}` : 'map[string]interface {}';
+    default:
+      return 'interface {}';
+  }
+}
+
+/** The first value, in document order, whose JSON kind does not fit the schema: where, what and the wanted type. */
+function firstMismatch(schema: Schema, value: unknown, path: string[]): { path: string[]; kind: string; type: string } | undefined {
+  if (!kindFits(schema, value)) return { path, kind: jsonKind(value), type: goType(schema) };
+  if (value === null || typeof value !== 'object') return undefined;
+  const fitting = Array.isArray(schema.anyOf) ? (schema.anyOf as Schema[]).find((s) => s.type !== 'null' && kindFits(s, value)) ?? schema : schema;
+  if (Array.isArray(value)) {
+    const items = fitting.items as Schema | undefined;
+    if (!items) return undefined;
+    for (const item of value) {
+      const found = firstMismatch(items, item, path);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  const props = fitting.properties as Record<string, Schema> | undefined;
+  if (!props) return undefined;
+  for (const [key, child] of Object.entries(value as Record<string, unknown>)) {
+    const childSchema = props[key];
+    if (!childSchema) continue;
+    const found = firstMismatch(childSchema, child, [...path, key]);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * A body whose JSON kinds do not fit the operation's model (a string for a boolean, an array for an object)
+ * can not be decoded: COULD_NOT_PARSE_BODY naming the first such value in document order, as upstream does
+ * before any validation. Undefined when every kind fits.
+ */
+export function bodyKindError(schema: object, body: unknown): ApiError | undefined {
+  const found = firstMismatch(schema as Schema, body, []);
+  if (!found) return undefined;
+  const model = typeof (schema as Schema).title === 'string' ? String((schema as Schema).title) : 'Body';
+  const target = found.path.length === 0 ? `Go value of type ${found.type.startsWith('rest_model.') ? found.type : `rest_model.${model}`}` : `Go struct field ${model}.${found.path.join('.')} of type ${found.type}`;
+  return new ApiError('COULD_NOT_PARSE_BODY', {
+    cause: { code: 'UNHANDLED', message: `parsing body body from "" failed, because json: cannot unmarshal ${found.kind} into ${target}` },
+  });
+}
+
 function acceptsNull(schema: object): boolean {
   const type = (schema as { type?: unknown }).type;
   return Array.isArray(type) && type.includes('null');
@@ -104,6 +214,10 @@ export function compileValidator({ schema, httpPart }: { schema: object; httpPar
   return (data: unknown) => {
     if (part === 'body' && (data === undefined || data === null) && !acceptsNull(schema)) {
       return { error: new ApiError('COULD_NOT_VALIDATE', { cause: { field: 'body', reason: 'body in body is required', value: '' } }) };
+    }
+    if (part === 'body') {
+      const kindError = bodyKindError(schema, data);
+      if (kindError) return { error: kindError };
     }
     validate ??= (part === 'body' ? bodyAjv : paramAjv).compile(schema);
     if (validate(data)) return { value: data };

@@ -67,6 +67,8 @@ function sortedEntries<T>(record: Record<string, T>): Array<[string, T]> {
   return Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
+const upperFirst = (name: string) => name.charAt(0).toUpperCase() + name.slice(1);
+
 function requestSchema(spec: ResourceSpec, mode: 'create' | 'put' | 'patch'): TSchema | undefined {
   const props: Record<string, TSchema> = {};
   const required: string[] = [];
@@ -78,7 +80,9 @@ function requestSchema(spec: ResourceSpec, mode: 'create' | 'put' | 'patch'): TS
   }
   if (Object.keys(props).length === 0) return undefined;
   props.tags = TagsNullable;
-  return Type.Unsafe({ type: 'object', properties: props, ...(required.length ? { required } : {}) });
+  // The title names the model in decode errors (`IdentityCreate`), as upstream's do.
+  const model = spec.names[mode === 'put' ? 'update' : mode];
+  return Type.Unsafe({ type: 'object', ...(model ? { title: upperFirst(model) } : {}), properties: props, ...(required.length ? { required } : {}) });
 }
 
 function nullableOf(schema: TSchema): TSchema {

@@ -265,7 +265,7 @@ if (wantPython) {
 if (wantCli) {
   const code = await withController('ec', async (env) => {
     console.log('test:interop: ziti CLI (test/interop/cli)');
-    const files = readdirSync(cliDir).filter((f) => f.endsWith('.test.ts')).map((f) => join(cliDir, f));
+    const files = readdirSync(cliDir).filter((f) => f.endsWith('.suite.ts')).map((f) => join(cliDir, f));
     return run(process.execPath, ['--import', 'tsx', '--test', ...files], repo, { ...env, ZITI_BIN: zitiBin }, countNode);
   });
   exitCode ||= code;

@@ -34,3 +34,15 @@ export function assertEmptyOk(res: HttpResponse): void {
   assert.equal(res.status, 200, res.text);
   assert.deepEqual(res.body, { data: {}, meta: {} });
 }
+
+/**
+ * 400 COULD_NOT_PARSE_BODY for a body value whose JSON kind does not fit the model (a string for a boolean,
+ * an array for an object): the decode error names the field path (`isAdmin`, `process.hashes`), or the whole
+ * body when `field` is empty.
+ */
+export function assertDecodeError(res: HttpResponse, field: string): void {
+  assertError(res, 400, 'COULD_NOT_PARSE_BODY');
+  const message = String(res.body.error.cause?.message);
+  if (field === '') assert.match(message, /cannot unmarshal \w+ into Go value of type/, res.text);
+  else assert.ok(message.includes(`.${field} of type`), `decode error should name ${field}: ${res.text}`);
+}

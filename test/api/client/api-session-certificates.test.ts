@@ -10,7 +10,7 @@ import { X509Certificate } from 'node:crypto';
 import { startTestController, uniqueName, type TestController } from '../../support/controller.ts';
 import { createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
-import { TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
+import { assertDecodeError, TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
 import { csrFor, newEcKey, opensslVerify, pemBlocks, sha1Of, tamperedCsr, type TestKey } from '../../support/enrollment.ts';
 import type { HttpClient } from '../../support/client.ts';
 
@@ -67,7 +67,7 @@ describe('POST /current-api-session/certificates', () => {
     const certAsCsr = pemBlocks(tc.controller.pki.caBundlePem)[0];
     assertError(await session.client.post('/current-api-session/certificates', { csr: certAsCsr }), 400, 'COULD_NOT_PROCESS_CSR');
     assertFieldError(await session.client.post('/current-api-session/certificates', {}), /csr/);
-    assertFieldError(await session.client.post('/current-api-session/certificates', { csr: 42 }), /csr/);
+    assertDecodeError(await session.client.post('/current-api-session/certificates', { csr: 42 }), 'csr');
     const wrongType = await session.client.post('/current-api-session/certificates', undefined, { rawBody: good, contentType: 'application/x-pem-file' });
     assert.equal(wrongType.status, 415, wrongType.text);
     const listed = await session.client.get('/current-api-session/certificates');

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomUUID, verify as verifySignature, X509Certificate, createPublicKey } from 'node:crypto';
 import { createLocalJWKSet, importJWK, jwtVerify } from 'jose';
 import { startTestController, type TestController } from '../../support/controller.ts';
-import { assertError } from '../../support/assertions.ts';
+import { assertDecodeError, assertError } from '../../support/assertions.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
 import { identityWithEnrollment, jwtClaims, sha1Of, verifyWithServerCertificate } from '../../support/enrollment.ts';
 
@@ -133,9 +133,10 @@ describe('enroll dispatch', () => {
   it('refuses a JSON body that is not an object', async () => {
     const { enrollment } = await identityWithEnrollment(tc, { ott: true });
     const res = await tc.http.request('POST', `${CLIENT}/enroll?method=ott&token=${enrollment.ott.token}`, { rawBody: '"text"', contentType: 'application/json' });
+    // A JSON string is the one non-object the generic form reads (PEM bodies arrive as text), then refuses.
     assertError(res, 400, 'COULD_NOT_VALIDATE');
     const array = await tc.http.request('POST', `${CLIENT}/enroll?method=ott&token=${enrollment.ott.token}`, { rawBody: '[]', contentType: 'application/json' });
-    assertError(array, 400, 'COULD_NOT_VALIDATE');
+    assertDecodeError(array, '');
     const broken = await tc.http.request('POST', `${CLIENT}/enroll?method=ott&token=${enrollment.ott.token}`, { rawBody: '{', contentType: 'application/json' });
     assertError(broken, 400, 'COULD_NOT_PARSE_BODY');
   });

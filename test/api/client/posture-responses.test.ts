@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestController, uniqueName } from '../../support/controller.ts';
 import { createClientUser, createRecord, type ClientUser } from '../../support/factories.ts';
-import { assertError, assertFieldError } from '../../support/assertions.ts';
+import { assertDecodeError, assertError, assertFieldError } from '../../support/assertions.ts';
 import { assertMatchesDefinition, assertMatchesReference } from '../../support/reference-spec.ts';
 
 const tc = await startTestController();
@@ -106,14 +106,15 @@ describe('POST /posture-response', () => {
       [{ id: 'x', typeId: 'PROCESS', signerFingerprints: 'ab' }, 'signerFingerprints'],
       [{ id: 'x', typeId: 'ENDPOINT_STATE', woken: 1 }, 'woken'],
       [{ id: 'x', typeId: 'ENDPOINT_STATE', unlocked: 'true' }, 'unlocked'],
-      [[{ id: 'x', typeId: 'DOMAIN', domain: 'a' }], 'body'],
-      ['text', 'body'],
     ];
     for (const [body, field] of cases) {
       const res = await user.client.post('/posture-response', body);
       assertError(res, 400, 'COULD_NOT_VALIDATE');
       assertFieldError(res, field);
     }
+    // A body that is not an object can not be decoded.
+    assertDecodeError(await user.client.post('/posture-response', [{ id: 'x', typeId: 'DOMAIN', domain: 'a' }]), '');
+    assertDecodeError(await user.client.post('/posture-response', 'text'), '');
     assertError(await user.client.post('/posture-response', null), 400, 'COULD_NOT_VALIDATE');
     const raw = await user.client.request('POST', '/posture-response', { rawBody: '{"id":', contentType: 'application/json' });
     assert.equal(raw.status, 400, raw.text);
@@ -160,7 +161,7 @@ describe('POST /posture-response-bulk', () => {
     assertFieldError(res, '1.version');
     assertFieldError(await user.client.post('/posture-response-bulk', [{ id: 'x', typeId: 'MFA' }]), '0.typeId');
     assertFieldError(await user.client.post('/posture-response-bulk', ['x']), '0');
-    assertError(await user.client.post('/posture-response-bulk', { id: 'x', typeId: 'DOMAIN', domain: 'a' }), 400, 'COULD_NOT_VALIDATE');
+    assertDecodeError(await user.client.post('/posture-response-bulk', { id: 'x', typeId: 'DOMAIN', domain: 'a' }), '');
     assert.deepEqual(stored(user.id), { responses: [], processes: [] });
   });
 });

@@ -12,7 +12,7 @@ import { startTestController, uniqueName } from '../../support/controller.ts';
 import { createClient, type HttpClient } from '../../support/client.ts';
 import { createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
-import { TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
+import { assertDecodeError, TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
 
 const tc = await startTestController();
 const root = `https://127.0.0.1:${tc.port}`;
@@ -164,7 +164,7 @@ describe('POST /sessions', () => {
 
   it('validates the body', async () => {
     assertFieldError(await alice.client.post('/sessions', { serviceId: dialable.id, type: 'dial' }), 'type');
-    assertFieldError(await alice.client.post('/sessions', { serviceId: 42 }), 'serviceId');
+    assertDecodeError(await alice.client.post('/sessions', { serviceId: 42 }), 'serviceId');
     assertFieldError(await alice.client.post('/sessions', { serviceId: dialable.id, tags: { a: 1 } }), /^tags/);
   });
 

@@ -10,7 +10,7 @@ import { ADMIN_PASSWORD, ADMIN_USER, startTestController, uniqueName, type TestC
 import type { HttpClient, HttpResponse } from '../../support/client.ts';
 import { createIdentity, createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
-import { TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
+import { assertDecodeError, TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
 import { verifyJwt } from '../../../src/pki/enrollment-jwt.ts';
 
 const tc: TestController = await startTestController();
@@ -202,19 +202,14 @@ describe('POST /edge-routers', () => {
       [{}, 'name'],
       [{ name: '' }, 'name', 'name is required'],
       [{ name: '   ' }, 'name'],
-      [{ name: 7 }, 'name'],
       [{ name: taken }, 'name', 'name must be unique'],
       [{ name: transitName }, 'name', 'name must be unique'],
       [{ name: uniqueName('x'), cost: 65536 }, 'cost'],
       [{ name: uniqueName('x'), cost: -1 }, 'cost'],
-      [{ name: uniqueName('x'), cost: 1.5 }, 'cost'],
       [{ name: uniqueName('x'), roleAttributes: ['#sales'] }, 'roleAttributes', 'role attributes may not be prefixed with #'],
       [{ name: uniqueName('x'), roleAttributes: ['ok', '@id'] }, 'roleAttributes', 'role attributes may not be prefixed with @'],
-      [{ name: uniqueName('x'), roleAttributes: 'sales' }, 'roleAttributes'],
       [{ name: uniqueName('x'), appData: { nested: { a: 1 } } }, /^appData/],
       [{ name: uniqueName('x'), appData: { list: [1] } }, /^appData/],
-      [{ name: uniqueName('x'), isTunnelerEnabled: 'yes' }, 'isTunnelerEnabled'],
-      [{ name: uniqueName('x'), noTraversal: 1 }, 'noTraversal'],
       [{ name: uniqueName('x'), ctrlChanListeners: { a: 'b' } }, /^ctrlChanListeners/],
       [{ name: uniqueName('x'), tags: { nested: { a: 1 } } }, /^tags/],
     ];
@@ -224,6 +219,19 @@ describe('POST /edge-routers', () => {
       assertFieldError(res, field);
       assertMatchesReference('management', 'POST', '/edge-routers', 400, res.body);
       if (reason) assert.equal(res.body.error.cause.reason, reason, JSON.stringify(body));
+      assert.equal(await routerCount(), before, JSON.stringify(body));
+    }
+    // Values of the wrong JSON kind can not be decoded at all.
+    const decodeCases: Array<[Record<string, unknown>, string]> = [
+      [{ name: 7 }, 'name'],
+      [{ name: uniqueName('x'), cost: 1.5 }, 'cost'],
+      [{ name: uniqueName('x'), roleAttributes: 'sales' }, 'roleAttributes'],
+      [{ name: uniqueName('x'), isTunnelerEnabled: 'yes' }, 'isTunnelerEnabled'],
+      [{ name: uniqueName('x'), noTraversal: 1 }, 'noTraversal'],
+    ];
+    for (const [body, field] of decodeCases) {
+      const before = await routerCount();
+      assertDecodeError(await tc.mgmt.post('/edge-routers', body), field);
       assert.equal(await routerCount(), before, JSON.stringify(body));
     }
   });

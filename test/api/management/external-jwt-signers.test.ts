@@ -11,7 +11,7 @@ import { startTestController, uniqueName, type TestController } from '../../supp
 import { createClient } from '../../support/client.ts';
 import { createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
-import { TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
+import { assertDecodeError, TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
 import { createTestSigner, insertAuthPolicy, type TestSigner } from '../../support/external-signer.ts';
 
 const tc: TestController = await startTestController();
@@ -156,7 +156,7 @@ describe('external JWT signers: validation', () => {
       await expectCreateRejected(body, (res) => assertFieldError(res, field));
     }
     await expectCreateRejected(certBody(signer, { issuer: '  ' }), (res) => assertFieldError(res, 'issuer'));
-    await expectCreateRejected(certBody(signer, { enabled: 'yes' }), (res) => assertFieldError(res, 'enabled'));
+    await expectCreateRejected(certBody(signer, { enabled: 'yes' }), (res) => assertDecodeError(res, 'enabled'));
   });
 
   it('requires exactly one of certPem and jwksEndpoint', async () => {
@@ -180,7 +180,7 @@ describe('external JWT signers: validation', () => {
     await expectCreateRejected(jwksBody({ jwksEndpoint: 'ftp://example.com/keys' }), (res) => assertFieldError(res, 'jwksEndpoint'));
     await expectCreateRejected(jwksBody({ externalAuthUrl: 'nowhere' }), (res) => assertFieldError(res, 'externalAuthUrl'));
     await expectCreateRejected(jwksBody({ targetToken: 'REFRESH' }), (res) => assertFieldError(res, 'targetToken'));
-    await expectCreateRejected(jwksBody({ scopes: 'openid' }), (res) => assertFieldError(res, 'scopes'));
+    await expectCreateRejected(jwksBody({ scopes: 'openid' }), (res) => assertDecodeError(res, 'scopes'));
     await expectCreateRejected(jwksBody({ enrollAttributeClaimsSelector: '/groups~2' }), (res) => assertFieldError(res, 'enrollAttributeClaimsSelector'));
     await expectCreateRejected(jwksBody({ claimsProperty: 'a~' }), (res) => assertFieldError(res, 'claimsProperty'));
   });

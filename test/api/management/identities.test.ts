@@ -10,7 +10,7 @@ import { ADMIN_PASSWORD, ADMIN_USER, startTestController, uniqueName, type TestC
 import { createClient, type HttpClient, type HttpResponse } from '../../support/client.ts';
 import { createIdentity, createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
-import { ERROR_META, TIMESTAMP, assertEmptyOk, assertError, assertFieldError, sleep } from '../../support/assertions.ts';
+import { ERROR_META, TIMESTAMP, assertDecodeError, assertEmptyOk, assertError, assertFieldError, sleep } from '../../support/assertions.ts';
 
 const tc: TestController = await startTestController();
 
@@ -217,22 +217,33 @@ describe('POST /identities', () => {
     await expectCreateRejected({ name: uniqueName('no-type'), isAdmin: false }, (res) => assertFieldError(res, 'type'));
   });
 
-  it('rejects a name that is not a string with COULD_NOT_VALIDATE naming the field', async () => {
-    await expectCreateRejected(validBody({ name: 5 }), (res) => assertFieldError(res, 'name'));
+  it('rejects a name that is not a string with COULD_NOT_PARSE_BODY naming the field, as upstream', async () => {
+    await expectCreateRejected(validBody({ name: 5 }), (res) => assertDecodeError(res, 'name'));
+  });
+
+  it('names the first value that can not be decoded, in document order, before any validation', async () => {
+    await expectCreateRejected({ name: 5, type: 'Bogus', isAdmin: false }, (res) => assertDecodeError(res, 'name'));
+    await expectCreateRejected({ isAdmin: 'yes', name: 5, type: 'User' }, (res) => assertDecodeError(res, 'isAdmin'));
+    await expectCreateRejected({ name: 'ok', isAdmin: false, type: 'Bogus' }, (res) => assertFieldError(res, 'type'));
+    for (const body of [[], 'x', 7]) {
+      const res = await tc.mgmt.post('/identities', body);
+      assertDecodeError(res, '');
+      assert.match(res.body.error.cause.message, /rest_model\.IdentityCreate/);
+    }
   });
 
   it('rejects a type outside the identityType enum with COULD_NOT_VALIDATE naming the field', async () => {
     await expectCreateRejected(validBody({ type: 'Robot' }), (res) => assertFieldError(res, 'type'));
   });
 
-  it('rejects an isAdmin that is not a boolean with COULD_NOT_VALIDATE naming the field', async () => {
-    await expectCreateRejected(validBody({ isAdmin: 'yes' }), (res) => assertFieldError(res, 'isAdmin'));
+  it('rejects an isAdmin that is not a boolean with COULD_NOT_PARSE_BODY naming the field', async () => {
+    await expectCreateRejected(validBody({ isAdmin: 'yes' }), (res) => assertDecodeError(res, 'isAdmin'));
   });
 
   it('rejects a defaultHostingCost above 65535 or below 0 with COULD_NOT_VALIDATE naming the field', async () => {
     await expectCreateRejected(validBody({ defaultHostingCost: 70000 }), (res) => assertFieldError(res, 'defaultHostingCost'));
     await expectCreateRejected(validBody({ defaultHostingCost: -1 }), (res) => assertFieldError(res, 'defaultHostingCost'));
-    await expectCreateRejected(validBody({ defaultHostingCost: 1.5 }), (res) => assertFieldError(res, 'defaultHostingCost'));
+    await expectCreateRejected(validBody({ defaultHostingCost: 1.5 }), (res) => assertDecodeError(res, 'defaultHostingCost'));
   });
 
   it('rejects a defaultHostingPrecedence outside the enum with COULD_NOT_VALIDATE naming the field', async () => {
@@ -249,10 +260,10 @@ describe('POST /identities', () => {
     await expectCreateRejected(validBody({ tags: { env: ['a'] } }), (res) => assertFieldError(res, /^tags/));
   });
 
-  it('rejects roleAttributes that are not an array of strings with COULD_NOT_VALIDATE naming the field', async () => {
-    await expectCreateRejected(validBody({ roleAttributes: 'web' }), (res) => assertFieldError(res, /^roleAttributes/));
-    await expectCreateRejected(validBody({ roleAttributes: { web: true } }), (res) => assertFieldError(res, /^roleAttributes/));
-    await expectCreateRejected(validBody({ roleAttributes: [1, 2] }), (res) => assertFieldError(res, /^roleAttributes/));
+  it('rejects roleAttributes that are not an array of strings with COULD_NOT_PARSE_BODY naming the field', async () => {
+    await expectCreateRejected(validBody({ roleAttributes: 'web' }), (res) => assertDecodeError(res, 'roleAttributes'));
+    await expectCreateRejected(validBody({ roleAttributes: { web: true } }), (res) => assertDecodeError(res, 'roleAttributes'));
+    await expectCreateRejected(validBody({ roleAttributes: [1, 2] }), (res) => assertDecodeError(res, 'roleAttributes'));
   });
 
   it('rejects a name that is already used with COULD_NOT_VALIDATE "name must be unique"', async () => {
@@ -403,19 +414,20 @@ describe('PATCH /identities/{id}', () => {
   it('rejects invalid values with COULD_NOT_VALIDATE naming the field and changes nothing', async () => {
     const { id, before } = await seeded();
     const cases: Array<[Record<string, unknown>, string | RegExp]> = [
-      [{ name: 5 }, 'name'],
-      [{ isAdmin: 'no' }, 'isAdmin'],
       [{ type: 'Robot' }, 'type'],
       [{ defaultHostingCost: 70000 }, 'defaultHostingCost'],
       [{ defaultHostingCost: -1 }, 'defaultHostingCost'],
       [{ defaultHostingPrecedence: 'never' }, 'defaultHostingPrecedence'],
       [{ permissions: ['nope'] }, /^permissions/],
       [{ tags: { env: { deep: true } } }, /^tags/],
-      [{ roleAttributes: 'alpha' }, /^roleAttributes/],
     ];
     for (const [body, field] of cases) {
       const res = await tc.mgmt.patch(`/identities/${id}`, { ...body, externalId: uniqueName('should-not-apply') });
       assertFieldError(res, field);
+    }
+    // Values of the wrong JSON kind can not be decoded at all.
+    for (const [body, field] of [[{ name: 5 }, 'name'], [{ isAdmin: 'no' }, 'isAdmin'], [{ roleAttributes: 'alpha' }, 'roleAttributes']] as const) {
+      assertDecodeError(await tc.mgmt.patch(`/identities/${id}`, { ...body, externalId: uniqueName('should-not-apply') }), field);
     }
     assert.deepEqual(await detail(id), before);
   });
@@ -537,14 +549,14 @@ describe('PUT /identities/{id}', () => {
     const before = await detail(id);
     const base = { name: uniqueName('put'), type: 'User', isAdmin: false };
     const cases: Array<[Record<string, unknown>, string | RegExp]> = [
-      [{ name: 5 }, 'name'],
       [{ type: 'Robot' }, 'type'],
       [{ defaultHostingCost: 70000 }, 'defaultHostingCost'],
       [{ permissions: ['identity.fly'] }, /^permissions/],
       [{ tags: { a: { b: 'c' } } }, /^tags/],
-      [{ roleAttributes: 'x' }, /^roleAttributes/],
     ];
     for (const [override, field] of cases) assertFieldError(await tc.mgmt.put(`/identities/${id}`, { ...base, ...override }), field);
+    assertDecodeError(await tc.mgmt.put(`/identities/${id}`, { ...base, name: 5 }), 'name');
+    assertDecodeError(await tc.mgmt.put(`/identities/${id}`, { ...base, roleAttributes: 'x' }), 'roleAttributes');
     assert.deepEqual(await detail(id), before);
   });
 

@@ -10,7 +10,7 @@ import { startTestController, uniqueName, type TestController } from '../../supp
 import type { HttpResponse } from '../../support/client.ts';
 import { createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
-import { TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
+import { assertDecodeError, TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
 
 const tc: TestController = await startTestController();
 
@@ -152,7 +152,7 @@ describe('POST /posture-checks: every type', () => {
       await create({ typeId: 'PROCESS_MULTI', semantic: 'AllOf', processes: [{ osType: 'Windows', path: 'C:\\a.exe', hashes: null, signerFingerprints: null }] }),
     );
     assert.deepEqual(own(multi), { processes: [{ osType: 'Windows', path: 'C:\\a.exe', hashes: [], signerFingerprints: [] }], semantic: 'AllOf' });
-    await expectRejected({ typeId: 'PROCESS', process: { osType: 'Linux', path: '/x', hashes: 'aa' } }, (res) => assertFieldError(res, 'process.hashes'));
+    await expectRejected({ typeId: 'PROCESS', process: { osType: 'Linux', path: '/x', hashes: 'aa' } }, (res) => assertDecodeError(res, 'process.hashes'));
   });
 
   it('requires name and typeId, and the fields of the type', async () => {
@@ -183,7 +183,7 @@ describe('POST /posture-checks: every type', () => {
     });
     await expectRejected({ typeId: 'PROCESS', process: { osType: 'Linux' } }, (res) => assertFieldError(res, 'process.path'));
     await expectRejected({ typeId: 'PROCESS_MULTI', semantic: 'Both', processes: [{ osType: 'Linux', path: '/x' }] }, (res) => assertFieldError(res, 'semantic'));
-    await expectRejected({ typeId: 'MFA', timeoutSeconds: 'soon' }, (res) => assertFieldError(res, 'timeoutSeconds'));
+    await expectRejected({ typeId: 'MFA', timeoutSeconds: 'soon' }, (res) => assertDecodeError(res, 'timeoutSeconds'));
   });
 
   it('refuses a duplicate name', async () => {

@@ -10,7 +10,7 @@ import { startTestController, uniqueName, type TestController } from '../../supp
 import type { HttpResponse } from '../../support/client.ts';
 import { createIdentity, createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
-import { TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
+import { assertDecodeError, TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
 
 const tc: TestController = await startTestController();
 
@@ -178,7 +178,7 @@ describe('POST /service-policies', () => {
       assertFieldError(res, 'postureCheckRoles');
       assert.equal(res.body.error.cause.reason, 'no postureChecks found with the given ids');
     });
-    await expectRejected(() => tc.mgmt.post('/service-policies', body({ identityRoles: 'not-a-list' })), (res) => assertFieldError(res, 'identityRoles'));
+    await expectRejected(() => tc.mgmt.post('/service-policies', body({ identityRoles: 'not-a-list' })), (res) => assertDecodeError(res, 'identityRoles'));
   });
 
   it('refuses a name already used by another service policy', async () => {

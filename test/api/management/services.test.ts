@@ -11,7 +11,7 @@ import { startTestController, uniqueName, type TestController } from '../../supp
 import { createClient, type HttpResponse } from '../../support/client.ts';
 import { createIdentity, createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
-import { TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
+import { assertDecodeError, TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
 
 const tc: TestController = await startTestController();
 
@@ -130,7 +130,10 @@ describe('POST /services', () => {
     await expectCreateRejected({ name: uniqueName('x'), encryptionRequired: undefined }, (res) => assertFieldError(res, 'encryptionRequired'));
     await expectCreateRejected({}, (res) => assertFieldError(res, 'name'));
     await expectCreateRejected({ name: '' }, (res) => assertFieldError(res, 'name'));
-    await expectCreateRejected({ name: uniqueName('x'), encryptionRequired: 'yes' }, (res) => assertFieldError(res, 'encryptionRequired'));
+    await expectCreateRejected({ name: uniqueName('x'), encryptionRequired: 'yes' }, (res) => assertDecodeError(res, 'encryptionRequired'));
+    // Upstream names the first value that can not be decoded, in document order.
+    assertDecodeError(await tc.mgmt.post('/services', { name: 5, encryptionRequired: 'x' }), 'name');
+    assertDecodeError(await tc.mgmt.post('/services', { encryptionRequired: 'x', name: 5 }), 'encryptionRequired');
   });
 
   it('answers 404 for an unknown terminator strategy', async () => {
@@ -200,7 +203,7 @@ describe('PUT and PATCH /services/{id}', () => {
     assertError(await tc.mgmt.patch(`/services/${id}`, { configs: ['nope'] }), 404, 'NOT_FOUND');
     assertFieldError(await tc.mgmt.patch(`/services/${id}`, { roleAttributes: ['#x'] }), 'roleAttributes');
     assertFieldError(await tc.mgmt.put(`/services/${id}`, { roleAttributes: [] }), 'name');
-    assertFieldError(await tc.mgmt.patch(`/services/${id}`, { maxIdleTimeMillis: 'long' }), 'maxIdleTimeMillis');
+    assertDecodeError(await tc.mgmt.patch(`/services/${id}`, { maxIdleTimeMillis: 'long' }), 'maxIdleTimeMillis');
     assert.deepEqual((await detail(id)).roleAttributes, ['keep']);
   });
 

@@ -10,7 +10,7 @@ import { startTestController, uniqueName, type TestController } from '../../supp
 import type { HttpClient, HttpResponse } from '../../support/client.ts';
 import { createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
-import { TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
+import { assertDecodeError, TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
 
 const tc: TestController = await startTestController();
 
@@ -145,10 +145,11 @@ describe('POST /terminators', () => {
       [drop('binding'), 'binding'],
       [{ ...ok, cost: 65536 }, 'cost'],
       [{ ...ok, cost: -1 }, 'cost'],
-      [{ ...ok, address: 5 }, 'address'],
       [{ ...ok, identitySecret: '%%%not base64%%%' }, 'identitySecret'],
       [{ ...ok, tags: { a: [1] } }, /^tags/],
     ];
+    assertDecodeError(await tc.mgmt.post('/terminators', { ...ok, address: 5 }), 'address');
+    assertDecodeError(await tc.mgmt.post('/terminators', { ...ok, cost: 'x' }), 'cost');
     for (const [body, field] of cases) {
       const before = await terminatorCount();
       const res = await tc.mgmt.post('/terminators', body);
