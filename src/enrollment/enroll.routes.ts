@@ -3,8 +3,8 @@
  *
  * - `POST /enroll?method=&token=` is what real clients call. Like upstream's pre-routing interceptor, a body
  *   in `application/pkcs7`, `application/x-pem-file` or `text/plain` (or no Content-Type with `method=ca`) is
- *   the legacy form: the raw body is the client CSR, and the Accept header must allow JSON (else 415
- *   UNSUPPORTED_MEDIA). Any other body is the JSON `genericEnroll` document.
+ *   the legacy form: the raw body is the client CSR (an Accept header that does not admit JSON answers 406,
+ *   as for every operation). Any other body is the JSON `genericEnroll` document.
  * - The method-specific paths (`/enroll/ott`, `/ottca`, `/ca`, `/updb`, `/erott`, `/token`, `/extend/router`)
  *   take their spec bodies and dispatch to the same methods.
  *
@@ -92,21 +92,6 @@ function mediaTypeOf(req: FastifyRequest): string {
   return String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
 }
 
-/** Upstream examines only the first Accept header line: absent, or a list naming application/json or * /*. */
-function acceptsJson(req: FastifyRequest): boolean {
-  const raw = req.raw.rawHeaders;
-  let first: string | undefined;
-  for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i].toLowerCase() === 'accept') {
-      first = raw[i + 1];
-      break;
-    }
-  }
-  if (first === undefined || first.trim() === '') return true;
-  const types = first.split(',').map((t) => t.split(';')[0].trim().toLowerCase());
-  return types.includes('application/json') || types.includes('*/*');
-}
-
 /** Writes the bytes itself so the media type stays exactly `application/json` (no charset parameter). */
 function sendJson(reply: FastifyReply, body: unknown): FastifyReply {
   return reply.code(200).header('content-type', 'application/json').send(Buffer.from(JSON.stringify(body), 'utf8'));
@@ -163,7 +148,6 @@ export function enrollRoutes(deps: EnrollRouteDeps): RouteSpec[] {
     const requested = query.method === undefined || query.method === '' ? undefined : query.method;
     const mediaType = mediaTypeOf(req);
     if (LEGACY_MEDIA_TYPES.has(mediaType) || (mediaType === '' && requested === 'ca')) {
-      if (!acceptsJson(req)) throw new ApiError('UNSUPPORTED_MEDIA');
       const raw = typeof req.body === 'string' ? req.body : '';
       return dispatch(req, reply, requested, query.token, raw.trim() === '' ? {} : { clientCsr: raw });
     }
@@ -242,7 +226,11 @@ export function enrollRoutes(deps: EnrollRouteDeps): RouteSpec[] {
     route({
       url: '/enroll/token', operationId: 'enrollToken', summary: 'Enroll a new identity with a token from an external JWT signer',
       body: TokenEnrollBody, response: certsResponse,
-      handler: (req, reply) => dispatch(req, reply, 'token', undefined, enrollBody(bodyOf(req))),
+      handler: (req, reply) => {
+        // The operation declares the header required, so its absence is a validation error, as upstream.
+        if (!req.headers.authorization) throw fieldError('Authorization', 'Authorization in header is required', '');
+        return dispatch(req, reply, 'token', undefined, enrollBody(bodyOf(req)));
+      },
     }),
     route({
       url: '/enroll/challenge', operationId: 'enrollmentChallenge', summary: 'Prove this controller holds the enrollment signing key by signing a nonce',

@@ -62,6 +62,32 @@ function assertContentType(req: FastifyRequest, consumes: string[]): void {
   });
 }
 
+/** Whether an Accept header admits one of the media types an operation produces (no header admits all). */
+export function acceptsAny(accept: string | undefined, produces: readonly string[]): boolean {
+  if (!accept || !accept.trim()) return true;
+  for (const range of accept.split(',')) {
+    const [type, ...params] = range.trim().toLowerCase().split(';');
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    if (q !== undefined && Number(q.slice(2)) === 0) continue;
+    const [main, sub] = type.trim().split('/');
+    for (const produced of produces) {
+      const [pMain, pSub] = produced.split(';')[0].trim().toLowerCase().split('/');
+      if ((main === '*' || main === pMain) && (sub === '*' || sub === pSub)) return true;
+    }
+  }
+  return false;
+}
+
+/** 406 when the caller accepts none of the operation's media types, as upstream's content negotiation answers. */
+function assertAcceptable(req: FastifyRequest, produces: readonly string[]): void {
+  const accept = req.headers.accept;
+  if (acceptsAny(accept, produces)) return;
+  throw new ApiError('COULD_NOT_VALIDATE', {
+    status: 406,
+    cause: { field: 'Accept', reason: `unsupported media type requested, only [${produces.join(' ')}] are available`, value: String(accept) },
+  });
+}
+
 /** Runs a hook step and reports to fastify's `done`: at once when it finished synchronously, else when its promise settles. */
 function settle(step: () => void | Promise<void>, done: (err?: Error) => void): void {
   let pending: void | Promise<void>;
@@ -88,13 +114,19 @@ export function mountApi(app: FastifyInstance, api: ApiDefinition, resolveSessio
     };
     const consumes = route.consumes ?? ['application/json'];
     const mode = authenticationOf(route.access);
+    // JSON is always acceptable (errors are JSON; upstream serves its binary documents to JSON clients too).
+    const produces = [...new Set([...(route.produces ?? []), 'application/json'])];
     app.route({
       method: route.method,
       url: api.prefix + route.url,
       schema,
       config: { operationId: route.operationId, api: api.name },
       // Callback-style hooks: most requests finish each step synchronously, without a promise per hook.
-      onRequest: mode === 'public' ? undefined : (req, _reply, done) => settle(() => authenticateRequest(req, resolveSession, mode), done),
+      onRequest: (req, _reply, done) =>
+        settle(() => {
+          assertAcceptable(req, produces);
+          if (mode !== 'public') return authenticateRequest(req, resolveSession, mode);
+        }, done),
       preValidation: (req, _reply, done) =>
         settle(() => {
           assertContentType(req, consumes);

@@ -196,6 +196,12 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
     done();
   });
 
+  // JSON goes out as `application/json` with no charset parameter, as upstream sends it (JSON is UTF-8 by definition).
+  app.addHook('onSend', (_req, reply, payload, done) => {
+    if (reply.getHeader('content-type') === 'application/json; charset=utf-8') reply.header('content-type', 'application/json');
+    done(null, payload);
+  });
+
   registerCors(app);
   for (const api of [opts.rootRoutes, ...opts.apis]) mountApi(app, api, opts.resolveSession);
 

@@ -199,6 +199,16 @@ export function bodyKindError(schema: object, body: unknown): ApiError | undefin
   });
 }
 
+/** A repeated query parameter that is not a list keeps its first value, as upstream reads it (`filter=a&filter=b`). */
+function firstOfRepeated(schema: object, data: unknown): void {
+  if (!data || typeof data !== 'object') return;
+  const props = ((schema as Schema).properties ?? {}) as Record<string, Schema>;
+  const query = data as Record<string, unknown>;
+  for (const [key, value] of Object.entries(query)) {
+    if (Array.isArray(value) && !(typesOf(props[key] ?? {}) ?? []).includes('array')) query[key] = value[0];
+  }
+}
+
 function acceptsNull(schema: object): boolean {
   const type = (schema as { type?: unknown }).type;
   return Array.isArray(type) && type.includes('null');
@@ -219,6 +229,7 @@ export function compileValidator({ schema, httpPart }: { schema: object; httpPar
       const kindError = bodyKindError(schema, data);
       if (kindError) return { error: kindError };
     }
+    if (part === 'querystring') firstOfRepeated(schema, data);
     validate ??= (part === 'body' ? bodyAjv : paramAjv).compile(schema);
     if (validate(data)) return { value: data };
     return { error: toValidationError(validate.errors ?? [], data, part) };

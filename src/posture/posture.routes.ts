@@ -97,7 +97,6 @@ export function managementPostureRoutes(posture: PostureService, identities: Ide
     },
     {
       method: 'GET', url: '/identities/:id/failed-service-requests', operationId: 'getIdentityFailedServiceRequests', tag: 'Identity',
-      // Any authenticated caller (management seed §4 rule 2).
       summary: 'Recent session requests of an identity refused for posture', access: 'identity.read',
       params: IdParams, response: { 200: detailEnvelope(Type.Array(FailedServiceRequestSchema)) },
       handler: (req) => {

@@ -3,7 +3,7 @@
  * match an identity, service or edge router, the identities a policy, service or edge router reaches, the
  * posture checks of a service policy, and the policy advisor. Each list is the ordinary list of the
  * returned record type restricted to an id set, so filter, sort and paging work as on the full list.
- * An unknown parent answers 404.
+ * An unknown parent (or a record of another type) has no members: its list is empty, as upstream answers.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
@@ -11,7 +11,6 @@ import type { RouteSpec } from '../http/route.ts';
 import { ListQuery, listRequest } from '../http/list-params.ts';
 import { detailEnvelope, list, listEnvelope, okNullMeta } from '../http/envelope.ts';
 import { idSetCondition } from '../query/dialect.ts';
-import { notFound } from '../errors.ts';
 import { prepare } from '../store/entity-table.ts';
 import type { PermissionResource } from '../auth/permissions.ts';
 import type { ListRequest, ListResult } from './entity-service.ts';
@@ -52,8 +51,8 @@ interface DerivedList {
   item: TSchema;
   source: ListSource;
   querystring?: TSchema;
-  /** Throws 404 when the parent does not exist. */
-  parent(id: string): void;
+  /** Whether the parent exists (as the type the path names). */
+  parent(id: string): boolean;
   ids(id: string, req: FastifyRequest): Iterable<string>;
 }
 
@@ -65,8 +64,7 @@ function derivedListRoute(spec: DerivedList): RouteSpec {
     response: { 200: listEnvelope(spec.item) },
     handler: (req) => {
       const id = (req.params as { id: string }).id;
-      spec.parent(id);
-      const r = spec.source.list(listRequest(req), idSetCondition('e.id', spec.ids(id, req)));
+      const r = spec.source.list(listRequest(req), idSetCondition('e.id', spec.parent(id) ? spec.ids(id, req) : []));
       return list(r.items.map(spec.source.present), r.page, r.filterableFields);
     },
   };
@@ -85,13 +83,10 @@ function policyTypeOf(req: FastifyRequest): PolicyType | undefined {
 export function accessListRoutes(deps: AccessListDeps): RouteSpec[] {
   const { db, access } = deps;
   const index = () => access.index;
-  const identity = (id: string) => void deps.identities.get(id);
-  const service = (id: string) => {
-    if (!prepare(db, 'SELECT 1 FROM services WHERE id = ?').get(id)) throw notFound('service', id);
-  };
-  const edgeRouter = (id: string) => {
-    if (!prepare(db, 'SELECT 1 FROM routers WHERE id = ? AND is_edge = 1').get(id)) throw notFound('edgeRouter', id);
-  };
+  const exists = (sql: string) => (id: string) => prepare(db, sql).get(id) !== undefined;
+  const identity = exists('SELECT 1 FROM identities WHERE id = ?');
+  const service = exists('SELECT 1 FROM services WHERE id = ?');
+  const edgeRouter = exists('SELECT 1 FROM routers WHERE id = ? AND is_edge = 1');
   const policiesOf = (kind: EntityKind, policyKind: PolicyKind) => (id: string) => index().policiesOf(kind, id, policyKind);
   const membersOf = (field: RoleField) => (id: string) => index().membersOf(id, field);
 
@@ -136,18 +131,18 @@ export function accessListRoutes(deps: AccessListDeps): RouteSpec[] {
       url: '/service-policies/:id/posture-checks', operationId: 'listServicePolicyPostureChecks', tag: 'Service Policy',
       summary: 'List the posture checks a service policy includes', listed: 'posture-check',
       source: deps.postureChecks, item: postureCheckResource.schemas.detail,
-      parent: (id) => void deps.servicePolicies.get(id), ids: membersOf('postureCheckRoles'),
+      parent: exists('SELECT 1 FROM service_policies WHERE id = ?'), ids: membersOf('postureCheckRoles'),
     }),
     // Identities reached by a policy or an entity.
     derivedListRoute({
       url: '/service-policies/:id/identities', operationId: 'listServicePolicyIdentities', tag: 'Service Policy',
       summary: 'List the identities a service policy affects', listed: 'identity', ...identities,
-      parent: (id) => void deps.servicePolicies.get(id), ids: membersOf('identityRoles'),
+      parent: exists('SELECT 1 FROM service_policies WHERE id = ?'), ids: membersOf('identityRoles'),
     }),
     derivedListRoute({
       url: '/edge-router-policies/:id/identities', operationId: 'listEdgeRouterPolicyIdentities', tag: 'Edge Router Policy',
       summary: 'List the identities an edge router policy affects', listed: 'identity', ...identities,
-      parent: (id) => void deps.edgeRouterPolicies.get(id), ids: membersOf('identityRoles'),
+      parent: exists('SELECT 1 FROM edge_router_policies WHERE id = ?'), ids: membersOf('identityRoles'),
     }),
     derivedListRoute({
       url: '/services/:id/identities', operationId: 'listServiceIdentities', tag: 'Service',

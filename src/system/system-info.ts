@@ -98,7 +98,12 @@ export function createSystemInfo(src: SystemInfoSources) {
       for (const [key, table] of Object.entries(summaryTables)) {
         counts[key] = (prepare(src.db, `SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
       }
-      return counts;
+      // Upstream also counts its queued change events and its token revocations. Writes here commit their
+      // effects in their own transaction and no token is revoked by record (sessions are deleted), so both
+      // stores are empty by construction.
+      counts.eventualEvents = 0;
+      counts.revocations = 0;
+      return Object.fromEntries(Object.entries(counts).sort(([a], [b]) => (a < b ? -1 : 1)));
     },
   };
 }

@@ -5,6 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { assertError } from '../support/assertions.ts';
 import { execFileSync } from 'node:child_process';
 import { parse as parseYaml } from 'yaml';
 import { startTestController, type TestController } from '../support/controller.ts';
@@ -63,6 +64,40 @@ describe('path cleaning', () => {
     assert.equal(cacerts.status, 200);
     assert.match(String(cacerts.headers['content-type']), /application\/pkcs7-mime/);
     assert.equal((await tc.http.get('/edge/client/v1//no-such-thing', { asIs: true })).status, 404);
+  });
+});
+
+describe('wire details as upstream sends them', () => {
+  it('JSON answers carry Content-Type application/json without a charset parameter', async () => {
+    for (const res of [await tc.http.get('/version'), await tc.mgmt.get('/identities?limit=1'), await tc.mgmt.get('/identities/nope'), await tc.client.get('/services')]) {
+      assert.equal(res.headers['content-type'], 'application/json', res.text);
+    }
+  });
+
+  it('answers 406 on field Accept when the caller accepts none of the media types, before anything else', async () => {
+    for (const path of ['/version', '/edge/management/v1/identities?limit=1', '/edge/management/v1/identities/nope']) {
+      const res = await tc.http.as({ token: tc.adminToken }).get(path, { headers: { accept: 'text/html' } });
+      assertError(res, 406, 'COULD_NOT_VALIDATE');
+      assert.deepEqual(res.body.error.cause, { field: 'Accept', reason: 'unsupported media type requested, only [application/json] are available', value: 'text/html' });
+    }
+    for (const accept of ['*/*', 'application/*', 'application/json;q=0.5, text/html', 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8']) {
+      assert.equal((await tc.mgmt.get('/identities?limit=1', { headers: { accept } })).status, 200, accept);
+    }
+    assertError(await tc.mgmt.get('/identities?limit=1', { headers: { accept: 'application/json;q=0' } }), 406, 'COULD_NOT_VALIDATE');
+    // Operations that produce other media types accept them, and JSON.
+    const cacerts = await tc.http.get('/.well-known/est/cacerts', { headers: { accept: 'application/pkcs7-mime' } });
+    assert.equal(cacerts.status, 200);
+  });
+
+  it('a repeated query parameter that is not a list keeps its first value', async () => {
+    const id = (await tc.mgmt.get('/current-identity')).body.data.id as string;
+    const name = (await tc.mgmt.get('/current-identity')).body.data.name as string;
+    const first = await tc.mgmt.get(`/identities?filter=${encodeURIComponent(`id = "${id}"`)}&filter=${encodeURIComponent('id = "nope"')}`);
+    assert.equal(first.status, 200, first.text);
+    assert.deepEqual(first.body.data.map((i: { name: string }) => i.name), [name]);
+    const limited = await tc.mgmt.get('/identities?limit=1&limit=3');
+    assert.equal(limited.status, 200, limited.text);
+    assert.equal(limited.body.meta.pagination.limit, 1);
   });
 });
 
@@ -142,6 +177,13 @@ describe('informational lists', () => {
     assert.equal(res.body.data.identityTypes, 2);
     assert.equal(res.body.data.configTypes, 7);
     assert.equal(res.body.data.postureCheckTypes, 5);
+    // Upstream's full key set, in its order.
+    assert.deepEqual(Object.keys(res.body.data), [
+      'apiSessionCertificates', 'apiSessions', 'authPolicies', 'authenticators', 'cas', 'configTypes', 'configs', 'controllers',
+      'edgeRouterPolicies', 'enrollments', 'eventualEvents', 'externalJwtSigners', 'identities', 'identityTypes', 'mfas',
+      'postureCheckTypes', 'postureChecks', 'revocations', 'routers', 'routers.edge', 'serviceEdgeRouterPolicies', 'servicePolicies',
+      'services', 'services.edge', 'sessions', 'terminators',
+    ]);
     for (const key of ['services', 'services.edge', 'routers', 'routers.edge', 'servicePolicies', 'edgeRouterPolicies', 'serviceEdgeRouterPolicies', 'sessions', 'terminators', 'configs', 'postureChecks', 'enrollments', 'cas', 'externalJwtSigners', 'mfas', 'apiSessionCertificates']) {
       assert.equal(res.body.data[key], 0, key);
     }

@@ -46,3 +46,11 @@ export function assertDecodeError(res: HttpResponse, field: string): void {
   if (field === '') assert.match(message, /cannot unmarshal \w+ into Go value of type/, res.text);
   else assert.ok(message.includes(`.${field} of type`), `decode error should name ${field}: ${res.text}`);
 }
+
+/** 200 with an empty first page: a list below a record that does not exist, as upstream answers it. */
+export function assertEmptyList(res: HttpResponse): void {
+  assert.equal(res.status, 200, res.text);
+  assert.deepEqual(res.body.data, [], res.text);
+  assert.equal(res.body.meta.pagination.totalCount, 0);
+  assert.ok(Array.isArray(res.body.meta.filterableFields), 'the listed type\'s filterable fields');
+}

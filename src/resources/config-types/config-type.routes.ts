@@ -19,7 +19,6 @@ export function configTypeRoutes(configTypes: ConfigTypeService, configs: Config
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(configResource.schemas.detail) },
       handler: (req) => {
         const typeId = (req.params as { id: string }).id;
-        configTypes.get(typeId);
         const r = configs.list(listRequest(req), { sql: 'e.config_type_id = ?', params: [typeId] });
         return list(r.items.map(configs.present), r.page, r.filterableFields);
       },

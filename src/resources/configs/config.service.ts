@@ -8,7 +8,7 @@
 import type { Db } from '../../store/database.ts';
 import { prepare, type Values } from '../../store/entity-table.ts';
 import type { Tx } from '../../store/transaction.ts';
-import { ApiError, fieldError } from '../../errors.ts';
+import { fieldError } from '../../errors.ts';
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
 import type { AccessService } from '../../access/access.service.ts';
 import type { ConfigTypeService } from '../config-types/config-type.service.ts';

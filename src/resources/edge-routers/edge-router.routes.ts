@@ -9,7 +9,6 @@ import { crudRoutes } from '../../http/crud-routes.ts';
 import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
 import { empty, emptyEnvelope, list, listEnvelope } from '../../http/envelope.ts';
 import { roleAttributeListRoute } from '../role-attributes.routes.ts';
-import { notFound } from '../../errors.ts';
 import { prepare } from '../../store/entity-table.ts';
 import type { Db } from '../../store/database.ts';
 import type { AccessService } from '../../access/access.service.ts';
@@ -21,8 +20,8 @@ interface ParentList {
   operationId: string;
   tag: string;
   summary: string;
-  /** Singular of the parent for the 404 cause, and its table. */
-  parent: { singular: string; table: string };
+  /** The parent's table. */
+  parentTable: string;
   ids: (parentId: string) => Iterable<string>;
 }
 
@@ -36,8 +35,9 @@ export function edgeRouterRoutes(db: Db, access: AccessService, edgeRouters: Edg
       response: { 200: listEnvelope(edgeRouterResource.schemas.detail) },
       handler: (req) => {
         const id = idOf(req);
-        if (!prepare(db, `SELECT 1 FROM ${spec.parent.table} WHERE id = ?`).get(id)) throw notFound(spec.parent.singular, id);
-        const r = edgeRouters.listAmong(listRequest(req), spec.ids(id));
+        // An unknown parent has no edge routers: an empty list, as upstream answers.
+        const known = prepare(db, `SELECT 1 FROM ${spec.parentTable} WHERE id = ?`).get(id) !== undefined;
+        const r = edgeRouters.listAmong(listRequest(req), known ? spec.ids(id) : []);
         return list(r.items.map(edgeRouters.present), r.page, r.filterableFields);
       },
     };
@@ -61,25 +61,25 @@ export function edgeRouterRoutes(db: Db, access: AccessService, edgeRouters: Edg
     parentList({
       url: '/identities/:id/edge-routers', operationId: 'listIdentityEdgeRouters', tag: 'Identity',
       summary: 'List the edge routers an identity may use',
-      parent: { singular: 'identity', table: 'identities' },
+      parentTable: 'identities',
       ids: (id) => access.index.edgeRoutersOfIdentity(id),
     }),
     parentList({
       url: '/services/:id/edge-routers', operationId: 'listServiceEdgeRouters', tag: 'Service',
       summary: 'List the edge routers a service may be reached through',
-      parent: { singular: 'service', table: 'services' },
+      parentTable: 'services',
       ids: (id) => access.index.edgeRoutersOfService(id),
     }),
     parentList({
       url: '/edge-router-policies/:id/edge-routers', operationId: 'listEdgeRouterPolicyEdgeRouters', tag: 'Edge Router Policy',
       summary: 'List the edge routers an edge router policy selects',
-      parent: { singular: 'edgeRouterPolicy', table: 'edge_router_policies' },
+      parentTable: 'edge_router_policies',
       ids: (id) => access.index.membersOf(id, 'edgeRouterRoles'),
     }),
     parentList({
       url: '/service-edge-router-policies/:id/edge-routers', operationId: 'listServiceEdgeRouterPolicyEdgeRouters', tag: 'Service Edge Router Policy',
       summary: 'List the edge routers a service edge router policy selects',
-      parent: { singular: 'serviceEdgeRouterPolicy', table: 'service_edge_router_policies' },
+      parentTable: 'service_edge_router_policies',
       ids: (id) => access.index.membersOf(id, 'edgeRouterRoles'),
     }),
   ];

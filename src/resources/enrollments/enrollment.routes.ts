@@ -11,13 +11,12 @@ import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
 import { created, createEnvelope, empty, emptyEnvelope, list, listEnvelope } from '../../http/envelope.ts';
 import { callerOf } from '../../http/caller.ts';
 import type { EnrollmentService } from '../../enrollment/enrollment.service.ts';
-import type { IdentityService } from '../identities/identity.service.ts';
 import { enrollmentResource } from './enrollment.resource.ts';
 
 const ExpiresAtBody = Type.Object({ expiresAt: Type.String({ format: 'date-time' }) });
 const RequestExtendBody = Type.Unsafe<{ rollKeys?: boolean } | null>({ type: ['object', 'null'], properties: { rollKeys: Type.Boolean() } });
 
-export function enrollmentRoutes(enrollments: EnrollmentService, identities: IdentityService): RouteSpec[] {
+export function enrollmentRoutes(enrollments: EnrollmentService): RouteSpec[] {
   const id = (req: { params: unknown }) => (req.params as { id: string }).id;
   const body = (req: { body: unknown }) => (req.body ?? {}) as Record<string, unknown>;
   return [
@@ -34,11 +33,9 @@ export function enrollmentRoutes(enrollments: EnrollmentService, identities: Ide
     },
     {
       method: 'GET', url: '/identities/:id/enrollments', operationId: 'getIdentityEnrollments', tag: 'Identity',
-      // Any authenticated caller (management seed §4 rule 2).
       summary: 'List the outstanding enrollments of an identity', access: 'enrollment.read',
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(enrollmentResource.schemas.detail) },
       handler: (req) => {
-        identities.get(id(req));
         const r = enrollments.listForIdentity(id(req), listRequest(req));
         return list(r.items.map(enrollments.present), r.page, r.filterableFields);
       },

@@ -67,7 +67,6 @@ export function identityRoutes(db: Db, identities: IdentityService, authenticato
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(authenticatorResource.schemas.detail) },
       handler: (req) => {
         const id = (req.params as { id: string }).id;
-        identities.get(id);
         const r = authenticators.listForIdentity(id, listRequest(req));
         return list(r.items.map(authenticators.present), r.page, r.filterableFields);
       },

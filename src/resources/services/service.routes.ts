@@ -73,14 +73,13 @@ function hasRoleFilter(req: ListRequest): boolean {
   return (req.roleFilter?.length ?? 0) > 0;
 }
 
-/** A derived list of services: the parent must exist; then the id set is filtered, sorted and paged. */
+/** A derived list of services: the id set of the parent (none when it does not exist), filtered, sorted and paged. */
 interface ServiceSubList {
   url: string;
   operationId: string;
   tag: string;
   querystring?: TSchema;
   parentExists(id: string): boolean;
-  parentName: string;
   ids(id: string, req: FastifyRequest): Iterable<string> | { sql: string; params: unknown[] };
 }
 
@@ -99,8 +98,7 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
       params: IdParams, querystring: spec.querystring ?? ListQuery, response: listResponse,
       handler: (req) => {
         const parent = id(req);
-        if (!spec.parentExists(parent)) throw notFound(spec.parentName, parent);
-        const set = spec.ids(parent, req);
+        const set = spec.parentExists(parent) ? spec.ids(parent, req) : [];
         const r = services.list(listRequest(req), isCondition(set) ? set : idSetCondition('e.id', set));
         const items = views.present(r.items, { identityId: callerOf(req).identity.id, apiSessionId: callerOf(req).apiSession.id, permissions: false, emptyConfig: 'null' });
         return list(items, r.page, r.filterableFields);
@@ -137,7 +135,6 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(configResource.schemas.detail) },
       handler: (req) => {
         const serviceId = id(req);
-        services.get(serviceId);
         const r = configs.list(listRequest(req), { sql: 'e.id IN (SELECT config_id FROM service_configs WHERE service_id = ?)', params: [serviceId] });
         return list(r.items.map(configs.present), r.page, r.filterableFields);
       },
@@ -148,7 +145,7 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
     }),
     subList({
       url: '/identities/:id/services', operationId: 'listIdentityServices', tag: 'Identity',
-      querystring: IdentityServicesQuery, parentName: 'identity', parentExists: exists('SELECT 1 FROM identities WHERE id = ?'),
+      querystring: IdentityServicesQuery, parentExists: exists('SELECT 1 FROM identities WHERE id = ?'),
       ids: (identityId, req) => {
         const type = (req.query as { policyType?: string }).policyType;
         return access.index.servicesOfIdentity(identityId, type === 'dial' ? 'Dial' : type === 'bind' ? 'Bind' : undefined);
@@ -156,23 +153,22 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
     }),
     subList({
       url: '/edge-routers/:id/services', operationId: 'listEdgeRouterServices', tag: 'Edge Router',
-      parentName: 'edgeRouter', parentExists: exists('SELECT 1 FROM routers WHERE id = ? AND is_edge = 1'),
+      parentExists: exists('SELECT 1 FROM routers WHERE id = ? AND is_edge = 1'),
       ids: (routerId) => access.index.servicesOfEdgeRouter(routerId),
     }),
     subList({
       url: '/service-policies/:id/services', operationId: 'listServicePolicyServices', tag: 'Service Policy',
-      parentName: 'servicePolicy', parentExists: exists('SELECT 1 FROM service_policies WHERE id = ?'),
+      parentExists: exists('SELECT 1 FROM service_policies WHERE id = ?'),
       ids: (policyId) => access.index.membersOf(policyId, 'serviceRoles'),
     }),
     subList({
       url: '/service-edge-router-policies/:id/services', operationId: 'listServiceEdgeRouterPolicyServices', tag: 'Service Edge Router Policy',
-      parentName: 'serviceEdgeRouterPolicy',
       parentExists: exists('SELECT 1 FROM service_edge_router_policies WHERE id = ?'),
       ids: (policyId) => access.index.membersOf(policyId, 'serviceRoles'),
     }),
     subList({
       url: '/configs/:id/services', operationId: 'listConfigServices', tag: 'Config',
-      parentName: 'config', parentExists: exists('SELECT 1 FROM configs WHERE id = ?'),
+      parentExists: exists('SELECT 1 FROM configs WHERE id = ?'),
       ids: (configId) => ({ sql: 'e.id IN (SELECT service_id FROM service_configs WHERE config_id = ?)', params: [configId] }),
     }),
   ];
@@ -202,7 +198,7 @@ export function clientServiceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
           const q = compileListQuery(serviceResource.symbols, lr);
           const page = views.defaultPage(who, q.limit, q.offset);
           const json = views.presentPageJson(page, opts, { limit: q.limit, offset: q.offset, totalCount: page.totalCount, unlimited: q.unlimited }, serviceFilterableJson);
-          return reply.type('application/json; charset=utf-8').send(json);
+          return reply.type('application/json').send(json);
         }
         const r = services.list(lr, idSetCondition('e.id', access.index.servicesOfIdentity(who)));
         return list(views.present(r.items, opts), r.page, r.filterableFields);

@@ -23,17 +23,15 @@ function assertService(db: Db, id: string): void {
   if (!prepare(db, 'SELECT 1 FROM services WHERE id = ?').get(id)) throw notFound('service', id);
 }
 
-export function terminatorRoutes(db: Db, terminators: TerminatorService): RouteSpec[] {
+export function terminatorRoutes(terminators: TerminatorService): RouteSpec[] {
   return [
     ...crudRoutes(terminatorResource, terminators, { tag: 'Terminator' }),
     {
       method: 'GET', url: '/services/:id/terminators', operationId: 'listServiceTerminators', tag: 'Service',
-      // Any authenticated caller (management seed §4 rule 2).
       summary: 'List the terminators of a service', access: 'terminator.read',
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(terminatorResource.schemas.detail) },
       handler: (req) => {
         const id = idOf(req);
-        assertService(db, id);
         const r = terminators.listForService(id, listRequest(req));
         return list(r.items.map(terminators.present), r.page, r.filterableFields);
       },

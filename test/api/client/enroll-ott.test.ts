@@ -195,11 +195,13 @@ describe('enrolling with ott', () => {
     assertEnrolled(await tc.http.request('POST', url, { rawBody: good, contentType: 'application/x-pem-file' }));
   });
 
-  it('answers 415 UNSUPPORTED_MEDIA for a raw PEM request whose Accept excludes JSON', async () => {
+  it('answers 406 on field Accept for a raw PEM request that accepts only application/x-pem-file', async () => {
     const { id, token } = await ottIdentity();
     const csr = await csrFor(await newEcKey(), id);
     const res = await tc.http.request('POST', `${ENROLL}?method=ott&token=${token}`, { rawBody: csr, contentType: 'text/plain', headers: { accept: 'application/x-pem-file' } });
-    assertError(res, 415, 'UNSUPPORTED_MEDIA');
+    assertError(res, 406, 'COULD_NOT_VALIDATE');
+    assert.equal(res.body.error.cause.field, 'Accept');
+    assert.equal(res.body.error.cause.value, 'application/x-pem-file');
     assert.equal(await outstanding(id), 1);
   });
 

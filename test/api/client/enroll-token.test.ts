@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { startTestController, uniqueName, type TestController } from '../../support/controller.ts';
 import { createClient, type HttpResponse } from '../../support/client.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
-import { assertError } from '../../support/assertions.ts';
+import { assertError, assertFieldError } from '../../support/assertions.ts';
 import { claimsFor, createTestSigner, insertAuthPolicy, startJwksServer, type TestSigner } from '../../support/external-signer.ts';
 import { csrPem, newKey, opensslVerify, pemBlocks, sha1Of } from '../../support/router-certs.ts';
 
@@ -210,8 +210,11 @@ describe('token enrollment refusals', () => {
     const now = Math.floor(Date.now() / 1000);
     const impostor = await createTestSigner('impostor');
     const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    // Without the header the request itself is invalid: the operation declares Authorization required.
+    const missing = await enrollToken(undefined);
+    assertFieldError(missing, 'Authorization');
+    assert.equal(missing.body.error.cause.reason, 'Authorization in header is required');
     const cases: Array<[string, Promise<HttpResponse>]> = [
-      ['no Authorization header', enrollToken(undefined)],
       ['not a bearer token', tc.http.post('/edge/client/v1/enroll/token', {}, { headers: { authorization: `Token ${await certToken(sub)}` } })],
       ['not a JWT', enrollToken('opaque-token-value')],
       ['unknown issuer', enrollToken(await certToken(sub, {}, certIdp, 'https://nobody.example.com'))],

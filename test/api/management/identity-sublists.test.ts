@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { startTestController, uniqueName, type TestController } from '../../support/controller.ts';
 import { createIdentity, createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesDefinition, assertMatchesReference } from '../../support/reference-spec.ts';
-import { assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
+import { assertEmptyList, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
 
 const tc: TestController = await startTestController();
 
@@ -127,7 +127,7 @@ describe('identities reached through policies', () => {
 });
 
 describe('unknown parents and permissions', () => {
-  it('answers an unknown parent with 404 NOT_FOUND', async () => {
+  it('answers an unknown parent, or a record of another type, with an empty list, as upstream', async () => {
     for (const path of [
       '/identities/nope/service-policies',
       '/identities/nope/edge-router-policies',
@@ -138,8 +138,11 @@ describe('unknown parents and permissions', () => {
       '/edge-routers/nope/service-edge-router-policies',
       '/edge-routers/nope/identities',
     ]) {
-      assertError(await tc.mgmt.get(path), 404, 'NOT_FOUND');
+      assertEmptyList(await tc.mgmt.get(path));
     }
+    // An identity's id names no service or edge router: no members leak through the wrong parent type.
+    const someone = await createIdentity(tc.mgmt);
+    for (const path of [`/services/${someone}/identities`, `/edge-routers/${someone}/identities`]) assertEmptyList(await tc.mgmt.get(path));
   });
 
   it('answers a non-admin with 401 UNAUTHORIZED; a sub-list needs read access to the listed type', async () => {
