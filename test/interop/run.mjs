@@ -9,11 +9,12 @@
  *   PORTCULLIS_CA_FILE         PEM file with the controller's CA bundle (trust anchor for TLS)
  *   PORTCULLIS_DATA_DIR        the controller's data directory (read-only for the suites)
  *
- * Suites: the Go module in test/interop/go (`go test ./...`), and the Python tests in test/interop/python
- * (`python3 -m pytest`) when that folder exists. The controller is stopped and the data dir removed at the
- * end; the exit code is non-zero when any suite fails or a needed toolchain is missing.
+ * Suites: the Go module in test/interop/go (`go test ./...`), the Python tests in test/interop/python
+ * (`python3 -m pytest`) when that folder exists, and the admin console in test/interop/zac (node:test driving
+ * Chromium). Each suite gets a controller of its own, stopped and its data dir removed at the end; the exit code
+ * is non-zero when any suite fails or a needed toolchain is missing.
  *
- * Flags: `--only go|python` runs one suite; anything after `--` is passed to `go test` (e.g. `-run TestX`).
+ * Flags: `--only go|python|zac` runs one suite; anything after `--` is passed to `go test` (e.g. `-run TestX`).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
@@ -26,6 +27,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '..', '..');
 const goDir = join(here, 'go');
 const pyDir = join(here, 'python');
+const zacDir = join(here, 'zac');
 
 const argv = process.argv.slice(2);
 const dashDash = argv.indexOf('--');
@@ -35,6 +37,7 @@ const onlyIdx = own.indexOf('--only');
 const only = onlyIdx >= 0 ? own[onlyIdx + 1] : undefined;
 const wantGo = !only || only === 'go';
 const wantPython = (!only || only === 'python') && existsSync(pyDir);
+const wantZac = !only || only === 'zac';
 
 function freePort() {
   return new Promise((res, rej) => {
@@ -69,6 +72,16 @@ if (wantPython && !python) {
 }
 if (wantPython && !have(python, ['-m', 'pytest', '--version'])) {
   fail(`Python with pytest is required for test/interop/python, but \`${python} -m pytest\` does not run.`);
+}
+
+// The console suite needs Chromium and the console bundle from the shared folder beside the repo.
+const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const zacTarball = process.env.ZAC_TARBALL ?? resolve(repo, '..', 'shared', 'tools', 'zac', 'ziti-console-4.5.1.tar.xz');
+if (wantZac && !existsSync(chromiumPath)) {
+  fail(`Chromium is required for the console suite (test/interop/zac) but ${chromiumPath} was not found; install Debian's chromium package (or set CHROMIUM_PATH).`);
+}
+if (wantZac && !existsSync(zacTarball)) {
+  fail(`the console suite (test/interop/zac) needs the console bundle at ${zacTarball} (or ZAC_TARBALL).`);
 }
 
 /** Runs a command with its output passed through; `onLine` sees every stdout line. */
@@ -114,6 +127,19 @@ function countPytest(line) {
     else if (what === 'skipped') counts.skipped += Number(n);
     else counts.failed += Number(n);
   }
+}
+
+/**
+ * Counts node:test's closing TAP lines (`# pass 3`, `# fail 1`, ...). A TODO test is one whose failure a known
+ * gap explains: it is counted as skipped, not as passed.
+ */
+function countNodeTest(line) {
+  const m = /^# (pass|fail|cancelled|skipped|todo) (\d+)$/.exec(line);
+  if (!m) return;
+  const n = Number(m[2]);
+  if (m[1] === 'pass') counts.passed += n;
+  else if (m[1] === 'fail' || m[1] === 'cancelled') counts.failed += n;
+  else counts.skipped += n;
 }
 
 /**
@@ -236,6 +262,13 @@ if (wantPython) {
     console.log('test:interop: python -m pytest (test/interop/python)');
     const c = await run(python, ['-m', 'pytest', '-q'], pyDir, env, countPytest);
     return c === 5 ? 0 : c; // pytest: no tests collected
+  });
+  exitCode ||= code;
+}
+if (wantZac) {
+  const code = await withController('ec', async (env) => {
+    console.log('test:interop: node --test (test/interop/zac)');
+    return run(process.execPath, ['--test', '--test-reporter=tap', join(zacDir, 'console.test.mjs')], repo, { ...env, ZAC_TARBALL: zacTarball, CHROMIUM_PATH: chromiumPath }, countNodeTest);
   });
   exitCode ||= code;
 }
