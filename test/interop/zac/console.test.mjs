@@ -204,10 +204,16 @@ async function save(methods, pattern) {
   const formUrl = page.url();
   const saved = controllerResponse(methods, pattern);
   page.on('response', onResponse);
-  await page.locator('.save-button').click();
-  const res = await saved;
-  assert.ok(res.ok(), await describe(res));
-  const data = (await res.json().catch(() => undefined))?.data;
+  let data;
+  try {
+    await page.locator('.save-button').click();
+    const res = await saved;
+    assert.ok(res.ok(), await describe(res));
+    data = (await res.json().catch(() => undefined))?.data;
+  } catch (err) {
+    page.off('response', onResponse);
+    throw err;
+  }
   const returned = async () => {
     try {
       await page.waitForURL((url) => url.href !== formUrl, { timeout: 10_000 });
