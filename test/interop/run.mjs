@@ -10,11 +10,12 @@
  *   PORTCULLIS_DATA_DIR        the controller's data directory (read-only for the suites)
  *
  * Suites: the Go module in test/interop/go (`go test ./...`), the Python tests in test/interop/python
- * (`python3 -m pytest`) when that folder exists, and the real `ziti` CLI in test/interop/cli (node:test; the
- * binary from ZITI_BIN, else unpacked by ../shared/tools/ziti/unpack beside the repository). The controller is stopped and the data dir removed at the
- * end; the exit code is non-zero when any suite fails or a needed toolchain is missing.
+ * (`python3 -m pytest`) when that folder exists, the real `ziti` CLI in test/interop/cli (node:test; the binary
+ * from ZITI_BIN, else unpacked by ../shared/tools/ziti/unpack beside the repository), and the admin console in
+ * test/interop/zac (node:test driving Chromium). Each suite gets a controller of its own, stopped and its data
+ * dir removed at the end; the exit code is non-zero when any suite fails or a needed toolchain is missing.
  *
- * Flags: `--only go|python|cli` runs one suite; anything after `--` is passed to `go test` (e.g. `-run TestX`).
+ * Flags: `--only go|python|cli|zac` runs one suite; anything after `--` is passed to `go test` (e.g. `-run TestX`).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
@@ -27,6 +28,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '..', '..');
 const goDir = join(here, 'go');
 const pyDir = join(here, 'python');
+const zacDir = join(here, 'zac');
 
 const argv = process.argv.slice(2);
 const dashDash = argv.indexOf('--');
@@ -38,6 +40,7 @@ const wantGo = !only || only === 'go';
 const wantPython = (!only || only === 'python') && existsSync(pyDir);
 const cliDir = join(here, 'cli');
 const wantCli = !only || only === 'cli';
+const wantZac = !only || only === 'zac';
 
 function freePort() {
   return new Promise((res, rej) => {
@@ -84,6 +87,15 @@ function zitiBinary() {
   return r.stdout.trim().split('\n').pop();
 }
 const zitiBin = wantCli ? zitiBinary() : undefined;
+// The console suite needs Chromium and the console bundle from the shared folder beside the repo.
+const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const zacTarball = process.env.ZAC_TARBALL ?? resolve(repo, '..', 'shared', 'tools', 'zac', 'ziti-console-4.5.1.tar.xz');
+if (wantZac && !existsSync(chromiumPath)) {
+  fail(`Chromium is required for the console suite (test/interop/zac) but ${chromiumPath} was not found; install Debian's chromium package (or set CHROMIUM_PATH).`);
+}
+if (wantZac && !existsSync(zacTarball)) {
+  fail(`the console suite (test/interop/zac) needs the console bundle at ${zacTarball} (or ZAC_TARBALL).`);
+}
 
 /** Runs a command with its output passed through; `onLine` sees every stdout line. */
 function run(cmd, args, cwd, env, onLine = () => {}) {
@@ -119,15 +131,6 @@ function countGo(line) {
   else counts.skipped += 1;
 }
 
-/** Counts node's test runner summary (`# pass 3`, `# fail 1`, `# skipped 0`). */
-function countNode(line) {
-  const m = /^# (pass|fail|skipped) (\d+)$/.exec(line.trim());
-  if (!m) return;
-  if (m[1] === 'pass') counts.passed += Number(m[2]);
-  else if (m[1] === 'fail') counts.failed += Number(m[2]);
-  else counts.skipped += Number(m[2]);
-}
-
 /** Counts pytest's closing summary line (`=== 3 passed, 1 failed in 0.5s ===`). */
 function countPytest(line) {
   const text = line.replace(/=/g, '').trim();
@@ -137,6 +140,19 @@ function countPytest(line) {
     else if (what === 'skipped') counts.skipped += Number(n);
     else counts.failed += Number(n);
   }
+}
+
+/**
+ * Counts node:test's closing TAP lines (`# pass 3`, `# fail 1`, ...). A TODO test is one whose failure a known
+ * gap explains: it is counted as skipped, not as passed.
+ */
+function countNodeTest(line) {
+  const m = /^# (pass|fail|cancelled|skipped|todo) (\d+)$/.exec(line);
+  if (!m) return;
+  const n = Number(m[2]);
+  if (m[1] === 'pass') counts.passed += n;
+  else if (m[1] === 'fail' || m[1] === 'cancelled') counts.failed += n;
+  else counts.skipped += n;
 }
 
 /**
@@ -266,7 +282,14 @@ if (wantCli) {
   const code = await withController('ec', async (env) => {
     console.log('test:interop: ziti CLI (test/interop/cli)');
     const files = readdirSync(cliDir).filter((f) => f.endsWith('.suite.ts')).map((f) => join(cliDir, f));
-    return run(process.execPath, ['--import', 'tsx', '--test', ...files], repo, { ...env, ZITI_BIN: zitiBin }, countNode);
+    return run(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', ...files], repo, { ...env, ZITI_BIN: zitiBin }, countNodeTest);
+  });
+  exitCode ||= code;
+}
+if (wantZac) {
+  const code = await withController('ec', async (env) => {
+    console.log('test:interop: node --test (test/interop/zac)');
+    return run(process.execPath, ['--test', '--test-reporter=tap', join(zacDir, 'console.test.mjs')], repo, { ...env, ZAC_TARBALL: zacTarball, CHROMIUM_PATH: chromiumPath }, countNodeTest);
   });
   exitCode ||= code;
 }
