@@ -48,5 +48,7 @@ export const apiSessionSymbols: SymbolTable = {
     mfaComplete: { kind: 'scalar', type: 'bool', sql: 'e.is_mfa_complete' },
     mfaRequired: { kind: 'scalar', type: 'bool', sql: 'e.is_mfa_required' },
     improperClientCertChain: { kind: 'scalar', type: 'bool', sql: 'e.improper_client_cert_chain' },
+    // Only the token's hash is stored (and listed as `token`): a filter on `token` compares hashes.
+    token: { kind: 'scalar', type: 'string', sql: 'e.token_hash' },
   },
 };

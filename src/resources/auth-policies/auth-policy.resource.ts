@@ -53,6 +53,20 @@ export const authPolicyResource = defineResource({
     primary: { schema: PrimarySettings, column: 'primary_settings', kind: 'json', create: 'required', put: 'required', patch: true },
     secondary: { schema: SecondarySettings, column: 'secondary_settings', kind: 'json', create: 'required', put: 'required', patch: true },
   },
+  // The settings' members by their upstream names (`primary.updb.maxAttempts`...), read from the JSON columns.
+  extraSymbols: Object.fromEntries(
+    (
+      [
+        ['primary.cert.allowed', 'bool'], ['primary.cert.allowExpiredCerts', 'bool'], ['primary.extJwt.allowed', 'bool'],
+        ['primary.updb.allowed', 'bool'], ['primary.updb.minPasswordLength', 'int'], ['primary.updb.requireSpecialChar', 'bool'],
+        ['primary.updb.requireNumberChar', 'bool'], ['primary.updb.requireMixedCase', 'bool'], ['primary.updb.maxAttempts', 'int'],
+        ['secondary.requireTotp', 'bool'], ['secondary.requireExtJwtSigner', 'string'],
+      ] as const
+    ).map(([name, type]) => {
+      const [column, ...path] = name.split('.');
+      return [name, { kind: 'scalar' as const, type, sql: `json_extract(e.${column}_settings, '$.${path.join('.')}')` }];
+    }),
+  ),
 });
 
 /** Request bodies of create and put (authPolicyCreate / authPolicyUpdate). */

@@ -30,5 +30,14 @@ export const authenticatorResource = defineResource({
     lastExtendRolledKeys: { schema: Type.Boolean(), column: 'last_extend_rolled_keys', kind: 'bool' },
   },
   computed: { identity: EntityRef },
-  extraSymbols: { identity: { kind: 'scalar', type: 'string', sql: 'e.identity_id' } },
+  // Upstream's store names as well; the password hash and salt are never filterable.
+  extraSymbols: {
+    identity: { kind: 'scalar', type: 'string', sql: 'e.identity_id' },
+    certFingerprint: { kind: 'scalar', type: 'string', sql: 'e.fingerprint' },
+    certPem: { kind: 'scalar', type: 'string', sql: 'e.cert_pem' },
+    updbUsername: { kind: 'scalar', type: 'string', sql: 'e.username' },
+    extendRequestedAt: { kind: 'scalar', type: 'datetime', sql: 'e.extend_requested_at' },
+    lastAuthResolvedToRoot: { kind: 'scalar', type: 'bool', sql: 'e.last_auth_resolved_to_root' },
+    lastExtendRolledKeys: { kind: 'scalar', type: 'bool', sql: 'e.last_extend_rolled_keys' },
+  },
 });

@@ -16,6 +16,8 @@ export const configTypeResource = defineResource({
   permission: 'config-type',
   table: 'config_types',
   names: { create: 'configTypeCreate', update: 'configTypeUpdate', patch: 'configTypePatch', detail: 'configTypeDetail' },
+  // `schema` filters on the document's JSON text, as upstream lists it.
+  extraSymbols: { schema: { kind: 'scalar', type: 'string', sql: 'e.schema', sortable: false } },
   fields: {
     name: nameField(),
     schema: { schema: SchemaDocument, read: FreeObjectNullable, column: 'schema', kind: 'json', create: 'optional', put: 'optional', patch: true, nullable: true, default: null },

@@ -15,7 +15,7 @@ export const controllerResource = defineResource({
   names: { detail: 'controllerDetail' },
   fields: {
     name: { schema: Type.String(), column: 'name', filter: 'string' },
-    certPem: { schema: Type.String(), column: 'cert_pem' },
+    certPem: { schema: Type.String(), column: 'cert_pem', filter: 'string', sortable: false },
     fingerprint: { schema: Type.String(), column: 'fingerprint', filter: 'string' },
     ctrlAddress: { schema: Type.Unsafe<string | null>({ type: ['string', 'null'] }), column: 'ctrl_address', filter: 'string' },
     apiAddresses: { schema: ApiAddresses, column: 'api_addresses', kind: 'json' },

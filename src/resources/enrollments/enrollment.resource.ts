@@ -42,5 +42,7 @@ export const enrollmentResource = defineResource({
     identity: { kind: 'scalar', type: 'string', sql: 'e.identity_id' },
     edgeRouterId: { kind: 'scalar', type: 'string', sql: '(SELECT r.id FROM routers r WHERE r.id = e.router_id AND r.is_edge = 1)' },
     transitRouterId: { kind: 'scalar', type: 'string', sql: '(SELECT r.id FROM routers r WHERE r.id = e.router_id AND r.is_edge = 0)' },
+    edgeRouter: { kind: 'scalar', type: 'string', sql: '(SELECT r.id FROM routers r WHERE r.id = e.router_id AND r.is_edge = 1)' },
+    transitRouter: { kind: 'scalar', type: 'string', sql: '(SELECT r.id FROM routers r WHERE r.id = e.router_id AND r.is_edge = 0)' },
   },
 });

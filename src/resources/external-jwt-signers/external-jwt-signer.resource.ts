@@ -79,6 +79,12 @@ export const externalJwtSignerResource = defineResource({
     },
     fingerprint: { schema: Type.String(), read: NullableString, column: 'fingerprint', filter: 'string' },
   },
+  extraSymbols: {
+    certPem: { kind: 'scalar', type: 'string', sql: 'e.cert_pem', sortable: false },
+    enrollNameClaimsSelector: { kind: 'scalar', type: 'string', sql: 'e.enroll_name_claims_selector' },
+    enrollAttributeClaimsSelector: { kind: 'scalar', type: 'string', sql: 'e.enroll_attribute_claims_selector' },
+    scopes: { kind: 'set', elementType: 'string', table: '(SELECT s.id AS owner, j.value AS scope FROM external_jwt_signers s, json_each(s.scopes) j)', ownerColumn: 'owner', valueColumn: 'scope' },
+  },
   computed: {
     commonName: Type.String(),
     notAfter: DateTime,

@@ -86,5 +86,6 @@ export const identityResource = defineResource({
   extraSymbols: {
     type: { kind: 'scalar', type: 'string', sql: 'e.type_id' },
     authPolicy: { kind: 'scalar', type: 'string', sql: 'e.auth_policy_id' },
+    authPolicyId: { kind: 'scalar', type: 'string', sql: 'e.auth_policy_id' },
   },
 });

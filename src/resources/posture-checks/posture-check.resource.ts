@@ -76,6 +76,10 @@ export const postureCheckResource = defineResource({
     promptOnUnlock: detailField(Type.Boolean(), Type.Boolean()),
     ignoreLegacyEndpoints: detailField(Type.Boolean(), Type.Boolean()),
   },
+  extraSymbols: {
+    promptOnWake: { kind: 'scalar', type: 'bool', sql: "json_extract(e.details, '$.promptOnWake')" },
+    promptOnUnlock: { kind: 'scalar', type: 'bool', sql: "json_extract(e.details, '$.promptOnUnlock')" },
+  },
   attributes: { field: 'roleAttributes', table: 'posture_check_role_attributes', ownerColumn: 'posture_check_id', valueColumn: 'attribute' },
 });
 

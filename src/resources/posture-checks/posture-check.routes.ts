@@ -6,30 +6,38 @@ import type { RouteSpec } from '../../http/route.ts';
 import { crudRoutes, type CrudService } from '../../http/crud-routes.ts';
 import { roleAttributeListRoute } from '../role-attributes.routes.ts';
 import type { Db } from '../../store/database.ts';
-import type { PostureCheckService } from './posture-check.service.ts';
+import { typeFields, type PostureCheckService } from './posture-check.service.ts';
 import { postureCheckResource } from './posture-check.resource.ts';
 import { postureCheckTypeResource } from '../posture-check-types/posture-check-type.resource.ts';
 
+const allTypeFields = new Set(Object.values(typeFields).flatMap((t) => t.fields));
+
 /**
- * The `ziti` CLI (v2.0) writes each `operatingSystems` entry as `{"Type": ..., "Versions": [...]}`. Exactly
- * these two capitalised keys are read as `type` and `versions` (the lower-case key wins when both are there);
- * every other key stays as sent, so the schema still refuses anything else.
+ * A posture check body as clients really send it, before validation:
+ * - the fields of the other check types are not read (the admin console sends every type's fields, empty), as
+ *   upstream decodes only the type that `typeId` names;
+ * - the `ziti` CLI (v2.0) writes each `operatingSystems` entry as `{"Type": ..., "Versions": [...]}`: exactly
+ *   these two capitalised keys are read as `type` and `versions` (the lower-case key wins when both are there).
+ * Every other key stays as sent, so the schema still refuses anything else.
  */
-export function acceptCliOperatingSystems(body: unknown): unknown {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) return body;
-  const list = (body as Record<string, unknown>).operatingSystems;
+export function normalizePostureCheckBody(input: unknown): unknown {
+  if (!input || typeof input !== 'object' || Array.isArray(input)) return input;
+  const body = { ...(input as Record<string, unknown>) };
+  const own = (typeFields as Record<string, { fields: string[] } | undefined>)[String(body.typeId)]?.fields;
+  if (own) for (const field of allTypeFields) if (!own.includes(field)) delete body[field];
+  const list = body.operatingSystems;
   if (!Array.isArray(list)) return body;
   const entries = list.map((entry) => {
     if (!entry || typeof entry !== 'object' || Array.isArray(entry)) return entry;
     const { Type, Versions, ...rest } = entry as Record<string, unknown>;
     return { ...(Type !== undefined ? { type: Type } : {}), ...(Versions !== undefined ? { versions: Versions } : {}), ...rest };
   });
-  return { ...(body as Record<string, unknown>), operatingSystems: entries };
+  return { ...body, operatingSystems: entries };
 }
 
 export function postureCheckRoutes(db: Db, postureChecks: PostureCheckService, postureCheckTypes: CrudService): RouteSpec[] {
   return [
-    ...crudRoutes(postureCheckResource, postureChecks, { tag: 'Posture Checks', roleFilter: true, normalizeBody: acceptCliOperatingSystems }),
+    ...crudRoutes(postureCheckResource, postureChecks, { tag: 'Posture Checks', roleFilter: true, normalizeBody: normalizePostureCheckBody }),
     roleAttributeListRoute({
       url: '/posture-check-role-attributes', operationId: 'listPostureCheckRoleAttributes', tag: 'Role Attributes',
       table: 'posture_check_role_attributes', permission: 'posture-check', db,

@@ -16,7 +16,7 @@ import { postureCheckResource, type PostureCheckTypeId } from './posture-check.r
 type Details = Record<string, unknown>;
 
 /** The type-specific fields of each type, and which of them a create or put must carry. */
-const typeFields: Record<PostureCheckTypeId, { fields: string[]; required: string[] }> = {
+export const typeFields: Record<PostureCheckTypeId, { fields: string[]; required: string[] }> = {
   OS: { fields: ['operatingSystems'], required: ['operatingSystems'] },
   MAC: { fields: ['macAddresses'], required: ['macAddresses'] },
   DOMAIN: { fields: ['domains'], required: ['domains'] },

@@ -130,6 +130,20 @@ describe('POST /posture-checks: every type', () => {
     assert.deepEqual(own(await detail(id)), { macAddresses: ['aabbccddeeff'] });
   });
 
+  it('reads only the fields of the check\'s own type, as the admin console sends every type\'s fields', async () => {
+    const consoleBody = {
+      typeId: 'MFA', semantic: 'AllOf', roleAttributes: [], domains: [], macAddresses: [], operatingSystems: [],
+      processes: [{ hashes: [], osType: '', path: '', signerFingerprints: [] }], process: { hashes: [], osType: '', path: '', signerFingerprint: '' },
+      promptOnWake: false, promptOnUnlock: false, timeoutSeconds: 600, tags: {},
+    };
+    const d = await detail(await create(consoleBody));
+    assert.deepEqual(own(d), { timeoutSeconds: 600, promptOnWake: false, promptOnUnlock: false, ignoreLegacyEndpoints: false });
+    const domain = await detail(await create({ ...consoleBody, typeId: 'DOMAIN', domains: ['example.com'] }));
+    assert.deepEqual(own(domain), { domains: ['example.com'] });
+    // The own type's fields are still validated.
+    await expectRejected({ ...consoleBody, typeId: 'DOMAIN' }, (res) => assertFieldError(res, 'domains'));
+  });
+
   it('reads the CLI\'s capitalised Type and Versions keys of OS entries (lower case wins), and nothing else', async () => {
     const os = await detail(
       await create({ typeId: 'OS', operatingSystems: [{ Type: 'Windows', Versions: ['>=10.0.19041'] }, { Type: 'Linux', Versions: [] }] }),

@@ -43,28 +43,13 @@ const budgetMs = Number(process.env.ZAC_BUDGET_SECONDS ?? 480) * 1000;
  * message names.
  */
 const GAPS = {
-  doubleSlash: {
+  // The console's dashboard reads the fabric API, which Portcullis does not serve yet (a later issue).
+  fabric: {
     async probe() {
-      const me = await api.call('GET', 'current-identity');
-      const res = await api.raw('GET', `identities/${me.id}//`);
-      return res.status === 200 ? undefined : `duplicate slashes (GET /edge/management/v1/identities/<id>// answers ${res.status})`;
+      const res = await api.raw('GET', '/fabric/v1/routers');
+      return res.status === 200 ? undefined : `no fabric API yet (GET /fabric/v1/routers answers ${res.status})`;
     },
-    explains: /\/edge\/management\/v1\/[\w-]+\/[\w.-]+\/\/ (sent .* )?answered 404/,
-  },
-  roleAttributeSort: {
-    async probe() {
-      const res = await api.raw('GET', 'identity-role-attributes?sort=name%20asc');
-      return res.status === 200 ? undefined : `role-attribute sort (GET /edge/management/v1/identity-role-attributes?sort=name asc answers ${res.status})`;
-    },
-    explains: /\/edge\/management\/v1\/[\w-]+-role-attributes\?\S*sort=\S+ answered 400/,
-  },
-  version: {
-    async probe() {
-      const { version } = await api.call('GET', '/version');
-      const major = Number(/^v?(\d+)\./.exec(version ?? '')?.[1] ?? 0);
-      return major >= 2 ? undefined : `/version reports ${version}, the console gates features on the controller version`;
-    },
-    explains: undefined, // no failing request shows it: the flows that depend on it say so
+    explains: /\/fabric\/v1\//,
   },
 };
 const openGaps = {}; // gap name -> sentence, for the gaps whose probe failed
@@ -240,7 +225,7 @@ flow('login: controller URL, user name and password land on the dashboard', {}, 
   await page.locator('.side-navigator-menu-item').first().waitFor(); // the signed-in navigation
 });
 
-flow('dashboard: reads routers, links and circuits', {}, async () => {
+flow('dashboard: reads routers, links and circuits', { gaps: ['fabric'] }, async () => {
   const answers = ['routers', 'links', 'circuits'].map((p) => controllerResponse('GET', new RegExp(`^/fabric/v1/+${p}\\b`)));
   await open('dashboard');
   for (const res of await Promise.all(answers)) await assertOk(res);
@@ -443,7 +428,7 @@ flow('attribute picker: the service policy form lists identity and service attri
 
 // ---- 5. features the console gates on the controller version -------------------------------------------
 
-flow('controller version: the JWT signer form offers auto enrollment (shown for controllers >= 2.0)', { gaps: ['version'] }, async () => {
+flow('controller version: the JWT signer form offers auto enrollment (shown for controllers >= 2.0)', {}, async () => {
   await open('jwt-signers/create');
   await page.getByPlaceholder('Name this JWT Signer', { exact: true }).waitFor();
   await page.locator('.form-field-title', { hasText: /^Auto Enrollment$/ }).waitFor();
