@@ -4,24 +4,15 @@
  * reach. Posture, verification and the disabled flag are not considered. As upstream's model, false
  * booleans and zero counts are left out and `commonRouters` is null when there are none.
  */
+import { entityRef, identityRef, type EntityRefValue } from '../resources/entity-ref.ts';
 import type { Db } from '../store/database.ts';
 import { prepare } from '../store/entity-table.ts';
 import { notFound } from '../errors.ts';
 import type { AccessIndex } from './access-index.ts';
 
-interface EntityRef {
-  _links: { self: { href: string } };
-  entity: string;
-  id: string;
-  name: string;
-}
-
-function ref(entity: string, id: string, name: string): EntityRef {
-  return { _links: { self: { href: `./${entity}/${id}` } }, entity, id, name };
-}
 
 export function policyAdvice(db: Db, index: AccessIndex, identityId: string, serviceId: string): Record<string, unknown> {
-  const identity = prepare(db, 'SELECT name FROM identities WHERE id = ?').get(identityId) as { name: string } | undefined;
+  const identity = prepare(db, 'SELECT name, auth_policy_id FROM identities WHERE id = ?').get(identityId) as { name: string; auth_policy_id: string } | undefined;
   if (!identity) throw notFound('identity', identityId);
   const service = prepare(db, 'SELECT name FROM services WHERE id = ?').get(serviceId) as { name: string } | undefined;
   if (!service) throw notFound('service', serviceId);
@@ -30,19 +21,19 @@ export function policyAdvice(db: Db, index: AccessIndex, identityId: string, ser
   const identityRouters = index.edgeRoutersOfIdentity(identityId);
   const serviceRouters = index.edgeRoutersOfService(serviceId);
   const routerName = prepare(db, 'SELECT name FROM routers WHERE id = ? AND is_edge = 1');
-  const common: Array<EntityRef & { isOnline: boolean }> = [];
+  const common: Array<EntityRefValue & { isOnline: boolean }> = [];
   for (const routerId of identityRouters) {
     if (!serviceRouters.has(routerId)) continue;
     const row = routerName.get(routerId) as { name: string } | undefined;
-    if (row) common.push({ ...ref('edge-routers', routerId, row.name), isOnline: false });
+    if (row) common.push({ ...entityRef('edge-routers', routerId, row.name), isOnline: false });
   }
   common.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 
   const out: Record<string, unknown> = {
     identityId,
-    identity: ref('identities', identityId, identity.name),
+    identity: identityRef(identityId, identity.name, identity.auth_policy_id),
     serviceId,
-    service: ref('services', serviceId, service.name),
+    service: entityRef('services', serviceId, service.name),
   };
   if (permissions.bind) out.isBindAllowed = true;
   if (permissions.dial) out.isDialAllowed = true;

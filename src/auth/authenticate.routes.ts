@@ -3,6 +3,7 @@
  * `POST /authenticate`, `GET|DELETE /current-api-session`, `GET /current-identity`, and the caller's own
  * authenticators (list, get, patch and put with the current password).
  */
+import type { Values } from '../store/entity-table.ts';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { RouteSpec } from '../http/route.ts';
@@ -66,6 +67,11 @@ export function authenticationRoutes(deps: {
     if (!found || found.identityId !== caller.identity.id) throw notFound('authenticator', id);
     return found;
   };
+  /** The caller's own authenticator links to where the caller may reach it. */
+  const presentOwn = (values: Values) => ({
+    ...authenticators.present(values),
+    _links: { self: { href: `./current-identity/authenticators/${String(values.id)}` } },
+  });
   return [
     {
       method: 'POST', url: '/authenticate', operationId: 'authenticate', tag, summary: 'Authenticate and create an API session',
@@ -125,14 +131,14 @@ export function authenticationRoutes(deps: {
       response: { 200: listEnvelope(authenticatorResource.schemas.detail) },
       handler: (req) => {
         const r = authenticators.listForIdentity(callerOf(req).identity.id, listRequest(req));
-        return list(r.items.map(authenticators.present), r.page, r.filterableFields);
+        return list(r.items.map(presentOwn), r.page, r.filterableFields);
       },
     },
     {
       method: 'GET', url: '/current-identity/authenticators/:id', operationId: 'detailCurrentIdentityAuthenticator', tag: 'Current API Session',
       summary: "Retrieve one of the caller's authenticators", access: 'session', params: IdParams,
       response: { 200: detailEnvelope(authenticatorResource.schemas.detail) },
-      handler: (req) => ok(authenticators.present(ownAuthenticator(req))),
+      handler: (req) => ok(presentOwn(ownAuthenticator(req))),
     },
     ...(['patch', 'put'] as const).map(
       (mode): RouteSpec => ({

@@ -3,6 +3,7 @@
  * requested config types, issues the API session, and turns a `zt-session` token back into a Caller on
  * every request. Also renders the API session read models (current and management views).
  */
+import { identityRef } from '../resources/entity-ref.ts';
 import type { Db } from '../store/database.ts';
 import { prepare } from '../store/entity-table.ts';
 import { withTransaction } from '../store/transaction.ts';
@@ -143,7 +144,7 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
 
   /** apiSessionDetail (management view); `token` is only known to the session's own caller. */
   function presentApiSession(s: ApiSessionRecord, token?: string): Record<string, unknown> {
-    const identityName = (prepare(db, 'SELECT name FROM identities WHERE id = ?').get(s.identityId) as { name: string } | undefined)?.name ?? '';
+    const owner = prepare(db, 'SELECT name, auth_policy_id FROM identities WHERE id = ?').get(s.identityId) as { name: string; auth_policy_id: string } | undefined;
     const cached = new Date(apiSessions.lastActivityMs(s)).toISOString();
     const out: Record<string, unknown> = {
       _links: { self: { href: `./api-sessions/${s.id}` }, sessions: { href: `./api-sessions/${s.id}/sessions` } },
@@ -156,7 +157,7 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
       cachedLastActivityAt: cached,
       cachedUpdatedAt: cached,
       configTypes: s.configTypes,
-      identity: identities.ref('identities', s.identityId, identityName),
+      identity: identityRef(s.identityId, owner?.name ?? '', owner?.auth_policy_id),
       identityId: s.identityId,
       ipAddress: s.ipAddress,
       isCertExtendable: s.isCertExtendable,

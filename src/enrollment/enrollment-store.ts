@@ -3,6 +3,7 @@
  * enroll routes, the atomic consumption of an enrollment by an enroll method, and the identity read
  * model's `enrollment` summary. Creation, refresh and deletion live in enrollment.service.ts.
  */
+import { entityRef } from '../resources/entity-ref.ts';
 import { ApiError } from '../errors.ts';
 import type { Db } from '../store/database.ts';
 import { insertEntity, prepare } from '../store/entity-table.ts';
@@ -64,10 +65,6 @@ export function isEnrollmentExpired(enrollment: EnrollmentRow, now: Date): boole
 export function consumeEnrollment(db: Db, enrollment: EnrollmentRow): void {
   const deleted = prepare(db, 'DELETE FROM enrollments WHERE id = ? AND token = ?').run(enrollment.id, enrollment.token);
   if (deleted.changes !== 1) throw new ApiError('INVALID_ENROLLMENT_TOKEN');
-}
-
-function entityRef(entity: string, id: string, name: string) {
-  return { _links: { self: { href: `./${entity}/${id}` } }, entity, id, name };
 }
 
 /**

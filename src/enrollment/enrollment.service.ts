@@ -8,6 +8,7 @@
  * every rule that depends on stored state (the identity and CA exist, no enrollment of the same method is
  * outstanding) is checked inside the transaction that writes the row.
  */
+import { entityRef, identityRef } from '../resources/entity-ref.ts';
 import { endApiSessionsOf } from '../auth/api-session.service.ts';
 import { randomUUID } from 'node:crypto';
 import { ApiError, fieldError, notFound } from '../errors.ts';
@@ -57,10 +58,6 @@ export interface EnrollmentServiceOptions {
 interface CallerLike {
   isAdmin: boolean;
   isDefaultAdmin?: boolean;
-}
-
-function entityRef(entity: string, id: string, name: string) {
-  return { _links: { self: { href: `./${entity}/${id}` } }, entity, id, name };
 }
 
 /** A request date-time as stored: RFC 3339 UTC with milliseconds. */
@@ -212,8 +209,8 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
     const identityId = values.identityId as string | null;
     const routerId = values.routerId as string | null;
     if (identityId) {
-      const identity = prepare(db, 'SELECT name FROM identities WHERE id = ?').get(identityId) as { name: string } | undefined;
-      detail.identity = entityRef('identities', identityId, identity?.name ?? '');
+      const identity = prepare(db, 'SELECT name, auth_policy_id FROM identities WHERE id = ?').get(identityId) as { name: string; auth_policy_id: string } | undefined;
+      detail.identity = identityRef(identityId, identity?.name ?? '', identity?.auth_policy_id);
     } else delete detail.identityId;
     if (routerId) {
       const router = prepare(db, 'SELECT name, is_edge FROM routers WHERE id = ?').get(routerId) as { name: string; is_edge: number } | undefined;

@@ -54,6 +54,8 @@ export const EntityRef = Type.Object({
   name: Type.String(),
 });
 export type EntityRef = Static<typeof EntityRef>;
+/** An API session reference: upstream renders it without a name. */
+export const ApiSessionRef = Type.Object({ _links: Links, entity: Type.String(), id: Type.String() });
 
 /** Properties every read model starts with, in upstream's output order. */
 export const baseEntityProperties = {

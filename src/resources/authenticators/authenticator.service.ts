@@ -2,6 +2,7 @@
  * Authenticator rules: which fields each method needs, one authenticator per method per identity,
  * password hashing before the write, and the self-service variants that require the current password.
  */
+import { identityRef } from '../entity-ref.ts';
 import type { Db } from '../../store/database.ts';
 import { prepare, type Values } from '../../store/entity-table.ts';
 import { ApiError, fieldError, notFound } from '../../errors.ts';
@@ -99,13 +100,11 @@ export function createAuthenticatorService(db: Db, certs: CertificateInspector, 
 
   function present(values: Values): Record<string, unknown> {
     const detail = authenticatorResource.presentStored(values);
-    const identity = prepare(db, 'SELECT name FROM identities WHERE id = ?').get(values.identityId) as { name: string } | undefined;
-    detail.identity = {
-      _links: { self: { href: `./identities/${String(values.identityId)}` } },
-      entity: 'identities',
-      id: values.identityId,
-      name: identity?.name ?? '',
-    };
+    const identityId = String(values.identityId);
+    const identity = prepare(db, 'SELECT name, auth_policy_id FROM identities WHERE id = ?').get(identityId) as { name: string; auth_policy_id: string } | undefined;
+    detail.identity = identityRef(identityId, identity?.name ?? '', identity?.auth_policy_id);
+    // As upstream, an authenticator links to the identity it belongs to.
+    detail._links = { ...(detail._links as object), identities: { href: `./identities/${identityId}` } };
     for (const key of ['certPem', 'fingerprint', 'username', 'extendRequestedAt']) if (detail[key] == null) delete detail[key];
     return detail;
   }

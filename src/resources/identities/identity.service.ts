@@ -4,6 +4,7 @@
  * default admin can not be deleted, and the read model's computed parts (type and auth policy refs,
  * authenticator summary, session and disable flags).
  */
+import { entityRef } from '../entity-ref.ts';
 import type { Db } from '../../store/database.ts';
 import { prepare, type Values } from '../../store/entity-table.ts';
 import type { Tx } from '../../store/transaction.ts';
@@ -11,7 +12,6 @@ import { ApiError, fieldError, notFound } from '../../errors.ts';
 import { newShortId } from '../../ids.ts';
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
 import { identityResource } from './identity.resource.ts';
-import type { EntityRef } from '../common.schema.ts';
 import { normalizeRoleAttributes, type AccessService } from '../../access/access.service.ts';
 import type { InlineEnrollmentRequest, PendingEnrollment } from '../../enrollment/enrollment.service.ts';
 
@@ -117,10 +117,6 @@ export function createIdentityService(db: Db, access: AccessService, clock: Cloc
     clock,
   );
 
-  function ref(entity: string, id: string, name: string): EntityRef {
-    return { _links: { self: { href: `./${entity}/${id}` } }, entity, id, name };
-  }
-
   function authenticatorSummary(identityId: string) {
     const rows = prepare(db, 'SELECT id, method, username, fingerprint FROM authenticators WHERE identity_id = ?').all(identityId) as Array<{
       id: string;
@@ -143,10 +139,10 @@ export function createIdentityService(db: Db, access: AccessService, clock: Cloc
     const typeId = values.type as string;
     const policyId = (values.authPolicyId as string) || 'default';
     const policy = prepare(db, 'SELECT name FROM auth_policies WHERE id = ?').get(policyId) as { name: string } | undefined;
-    detail.type = ref('identity-types', typeId, typeId);
+    detail.type = entityRef('identity-types', typeId, typeId);
     detail.typeId = typeId;
     detail.authPolicyId = policyId;
-    detail.authPolicy = policy ? ref('auth-policies', policyId, policy.name) : null;
+    detail.authPolicy = policy ? entityRef('auth-policies', policyId, policy.name) : null;
     detail._links = { ...(detail._links as object), 'auth-policies': { href: `./auth-policies/${policyId}` } };
     detail.authenticators = authenticatorSummary(id);
     detail.enrollment = enrollments ? enrollments.identitySummary(id) : {};
@@ -199,7 +195,7 @@ export function createIdentityService(db: Db, access: AccessService, clock: Cloc
     }
   }
 
-  return { ...entities, present, summary, ref, createWithEnrollment };
+  return { ...entities, present, summary, createWithEnrollment };
 }
 
 export type IdentityService = ReturnType<typeof createIdentityService>;

@@ -3,6 +3,7 @@
  * config type), a later pair replacing an earlier one; removal goes by the type of the named config; an
  * empty or absent removal body removes nothing. Every change marks the identity's services as changed.
  */
+import { entityRef } from '../entity-ref.ts';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { RouteSpec } from '../../http/route.ts';
@@ -25,10 +26,6 @@ const ServiceConfigDetail = Type.Object({
   service: EntityRef,
   serviceId: Type.String(),
 });
-
-function ref(entity: string, id: string, name: string) {
-  return { _links: { self: { href: `./${entity}/${id}` } }, entity, id, name };
-}
 
 function identityId(req: FastifyRequest): string {
   return (req.params as { id: string }).id;
@@ -63,9 +60,9 @@ export function identityServiceConfigRoutes(db: Db, access: AccessService): Rout
             ORDER BY o.service_id, o.config_type_id`,
         ).all(id) as Array<{ service_id: string; service_name: string; config_id: string; config_name: string }>;
         const items = rows.map((r) => ({
-          config: ref('configs', r.config_id, r.config_name),
+          config: entityRef('configs', r.config_id, r.config_name),
           configId: r.config_id,
-          service: ref('services', r.service_id, r.service_name),
+          service: entityRef('services', r.service_id, r.service_name),
           serviceId: r.service_id,
         }));
         return list(items, { limit: items.length, offset: 0, totalCount: items.length });

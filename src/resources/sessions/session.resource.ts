@@ -8,7 +8,7 @@
  * `GET /current-identity/edge-routers` (base fields plus the same properties).
  */
 import { Type } from '@sinclair/typebox';
-import { EntityRef, Nullable, TagsNullable, baseEntityProperties } from '../common.schema.ts';
+import { ApiSessionRef, EntityRef, Nullable, TagsNullable, baseEntityProperties } from '../common.schema.ts';
 import type { SymbolTable } from '../../query/symbols.ts';
 import { baseSymbols } from '../define-resource.ts';
 
@@ -49,7 +49,7 @@ export const serviceEdgeRouters = Type.Object({ edgeRouters: Type.Array(commonEd
 
 const sessionProps = {
   ...baseEntityProperties,
-  apiSession: EntityRef,
+  apiSession: ApiSessionRef,
   apiSessionId: Type.String(),
   edgeRouters: Type.Array(sessionEdgeRouter),
   identityId: Type.String(),

@@ -8,6 +8,7 @@
  * Sessions disappear with their API session, service or identity through the store's cascades, and
  * when posture enforcement finds their service without a passing policy (src/posture).
  */
+import { apiSessionRef, entityRef } from '../entity-ref.ts';
 import type { Db } from '../../store/database.ts';
 import { prepare, selectPage } from '../../store/entity-table.ts';
 import { withTransaction } from '../../store/transaction.ts';
@@ -272,15 +273,11 @@ export function createSessionService(deps: SessionServiceDeps) {
     return { record, jwt: await sessionToken(record) };
   }
 
-  function entityRef(entity: string, id: string, name: string) {
-    return { _links: { self: { href: `./${entity}/${id}` } }, entity, id, name };
-  }
-
   /** sessionManagementDetail; `token` is the JWT on create and the stored internal token otherwise. */
   function present(s: SessionRecord, token: string = s.token): Record<string, unknown> {
     const serviceName = (prepare(db, 'SELECT name FROM services WHERE id = ?').get(s.serviceId) as { name: string } | undefined)?.name ?? '';
     const policyName = prepare(db, 'SELECT name FROM service_policies WHERE id = ?');
-    const servicePolicies: Array<Record<string, unknown>> = [];
+    const servicePolicies: object[] = [];
     for (const policyId of s.servicePolicies) {
       const row = policyName.get(policyId) as { name: string } | undefined;
       if (row) servicePolicies.push(entityRef('service-policies', policyId, row.name));
@@ -291,7 +288,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       id: s.id,
       tags: s.tags,
       updatedAt: s.updatedAt,
-      apiSession: entityRef('api-sessions', s.apiSessionId, ''),
+      apiSession: apiSessionRef(s.apiSessionId),
       apiSessionId: s.apiSessionId,
       edgeRouters: sessionEdgeRouters(s.identityId, s.serviceId),
       identityId: s.identityId,

@@ -3,12 +3,12 @@
  * empty binding becomes `udp` for `udp:` addresses and `transport` otherwise; the precedence is one of
  * `default`, `required`, `failed` (the request schema refuses others); the service is fixed at create.
  */
+import { entityRef } from '../entity-ref.ts';
 import type { Db } from '../../store/database.ts';
 import { prepare, type Values } from '../../store/entity-table.ts';
 import type { Tx } from '../../store/transaction.ts';
 import { notFound } from '../../errors.ts';
 import { createEntityService, systemClock, type Clock, type ListRequest } from '../entity-service.ts';
-import type { EntityRef } from '../common.schema.ts';
 import { terminatorResource } from './terminator.resource.ts';
 
 const precedences = new Set(['default', 'required', 'failed']);
@@ -50,10 +50,6 @@ export function createTerminatorService(db: Db, clock: Clock = systemClock) {
     changes.binding = defaultBinding(changes.address ?? existing.address);
   }
 
-  function ref(entity: string, id: string, name: string): EntityRef {
-    return { _links: { self: { href: `./${entity}/${id}` } }, entity, id, name };
-  }
-
   function nameOf(table: string, id: string): string {
     const row = prepare(db, `SELECT name FROM ${table} WHERE id = ?`).get(id) as { name: string } | undefined;
     return row?.name ?? '';
@@ -65,9 +61,9 @@ export function createTerminatorService(db: Db, clock: Clock = systemClock) {
     const serviceId = values.service as string;
     const routerId = values.router as string;
     detail.serviceId = serviceId;
-    detail.service = ref('services', serviceId, nameOf('services', serviceId));
+    detail.service = entityRef('services', serviceId, nameOf('services', serviceId));
     detail.routerId = routerId;
-    detail.router = ref('transit-routers', routerId, nameOf('routers', routerId));
+    detail.router = entityRef('transit-routers', routerId, nameOf('routers', routerId));
     detail.identity = values.identity ?? '';
     detail.precedence = normalizePrecedence(values.precedence);
     detail.dynamicCost = 0;
@@ -85,7 +81,7 @@ export function createTerminatorService(db: Db, clock: Clock = systemClock) {
       updatedAt: values.updatedAt,
       identity: values.identity ?? '',
       routerId: values.router,
-      service: ref('services', serviceId, nameOf('services', serviceId)),
+      service: entityRef('services', serviceId, nameOf('services', serviceId)),
       serviceId,
     };
   }

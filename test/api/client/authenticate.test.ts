@@ -6,6 +6,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { identityRef } from '../../support/refs.ts';
 import { ADMIN_PASSWORD, ADMIN_USER, startTestController, uniqueName, type TestController } from '../../support/controller.ts';
 import { createClient, type HttpClient, type HttpResponse } from '../../support/client.ts';
 import { createIdentity, createUserWithPassword } from '../../support/factories.ts';
@@ -64,7 +65,7 @@ function assertSessionDetail(data: Record<string, any>, who: { id: string; name:
   assert.match(data.id, /^c[a-z0-9]{24}$/);
   assert.match(data.token, UUID);
   assert.equal(data.identityId, who.id);
-  assert.deepEqual(data.identity, { _links: { self: { href: `./identities/${who.id}` } }, entity: 'identities', id: who.id, name: who.name });
+  assert.deepEqual(data.identity, identityRef(who.id, who.name));
   assert.equal(data.authenticatorId, who.authenticatorId);
   assert.equal(data.ipAddress, '127.0.0.1');
   assert.deepEqual(data.authQueries, []);
@@ -358,6 +359,8 @@ describe('own authenticators (/current-identity/authenticators)', () => {
         assert.equal(res.body.data[0].identityId, me.id);
         assert.equal(res.body.data[0].username, me.username);
         assert.equal(res.body.data[0].method, 'updb');
+        // Links point where the caller may follow them, not to the admin-only authenticator path.
+        assert.deepEqual(res.body.data[0]._links, { self: { href: `./current-identity/authenticators/${me.authenticatorId}` } });
         assert.equal(res.body.meta.pagination.totalCount, 1);
         assert.ok(!res.text.includes(me.password));
       });
@@ -368,6 +371,7 @@ describe('own authenticators (/current-identity/authenticators)', () => {
         assert.equal(res.status, 200, res.text);
         assertMatchesReference(api, 'GET', '/current-identity/authenticators/{id}', 200, res.body);
         assert.equal(res.body.data.id, me.authenticatorId);
+        assert.deepEqual(res.body.data._links, { self: { href: `./current-identity/authenticators/${me.authenticatorId}` } });
         assert.equal(res.body.data.identityId, me.id);
         assert.ok(!res.text.includes(me.password));
       });

@@ -6,6 +6,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { apiSessionRef, serviceRef } from '../../support/refs.ts';
 import { X509Certificate } from 'node:crypto';
 import { jwtVerify } from 'jose';
 import { startTestController, uniqueName } from '../../support/controller.ts';
@@ -89,8 +90,8 @@ describe('POST /sessions', () => {
     assert.equal(s.serviceId, dialable.id);
     assert.equal(s.identityId, alice.id);
     assert.equal(s.apiSessionId, alice.apiSessionId);
-    assert.deepEqual(s.service, { _links: { self: { href: `./services/${dialable.id}` } }, entity: 'services', id: dialable.id, name: dialable.name });
-    assert.equal(s.apiSession.id, alice.apiSessionId);
+    assert.deepEqual(s.service, serviceRef(dialable.id, dialable.name));
+    assert.deepEqual(s.apiSession, apiSessionRef(alice.apiSessionId));
     assert.deepEqual(s.tags, { purpose: 'test' });
     assert.match(s.createdAt, TIMESTAMP);
     assert.deepEqual(s.edgeRouters, [

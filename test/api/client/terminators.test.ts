@@ -5,6 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { serviceRef } from '../../support/refs.ts';
 import { startTestController, uniqueName, type TestController } from '../../support/controller.ts';
 import { createClient, type HttpClient } from '../../support/client.ts';
 import { createIdentity } from '../../support/factories.ts';
@@ -54,7 +55,7 @@ describe('client GET /services/{id}/terminators', () => {
     assert.equal(first.identity, 'inst-a');
     assert.equal(first.routerId, router);
     assert.equal(first.serviceId, service);
-    assert.deepEqual(first.service, { _links: { self: { href: `./services/${service}` } }, entity: 'services', id: service, name: serviceName });
+    assert.deepEqual(first.service, serviceRef(service, serviceName));
     assert.deepEqual(first._links, { self: { href: `./terminators/${t1}` } });
     assert.equal(body.data[1].identity, '');
   });

@@ -5,6 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { identityRef } from '../../support/refs.ts';
 import { startTestController, type TestController } from '../../support/controller.ts';
 import { createClient, type HttpClient, type HttpResponse } from '../../support/client.ts';
 import { createUserWithPassword } from '../../support/factories.ts';
@@ -96,7 +97,7 @@ describe('GET /api-sessions/{id}', () => {
     assert.equal(d.id, id);
     assert.equal(d.identityId, user.id);
     const name = (await tc.mgmt.get(`/identities/${user.id}`)).body.data.name;
-    assert.deepEqual(d.identity, { _links: { self: { href: `./identities/${user.id}` } }, entity: 'identities', id: user.id, name });
+    assert.deepEqual(d.identity, identityRef(user.id, name));
     assert.equal(d.authenticatorId, await authenticatorIdOf(user.id));
     assert.equal(d.ipAddress, '127.0.0.1');
     assert.deepEqual(d.configTypes, ['g7cIWbcGg']);

@@ -5,6 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { identityRef } from '../../support/refs.ts';
 import { ADMIN_USER, startTestController, uniqueName, type TestController } from '../../support/controller.ts';
 import type { HttpResponse } from '../../support/client.ts';
 import { createIdentity, createUserWithPassword } from '../../support/factories.ts';
@@ -198,13 +199,9 @@ describe('GET /authenticators/{id}', () => {
     assert.equal(d.method, 'updb');
     assert.equal(d.username, a.username);
     assert.equal(d.identityId, a.identityId);
-    assert.deepEqual(d.identity, {
-      _links: { self: { href: `./identities/${a.identityId}` } },
-      entity: 'identities',
-      id: a.identityId,
-      name: identityName,
-    });
-    assert.equal(d._links.self.href, `./authenticators/${a.id}`);
+    assert.deepEqual(d.identity, identityRef(a.identityId, identityName));
+    // As upstream, an authenticator links to its identity.
+    assert.deepEqual(d._links, { self: { href: `./authenticators/${a.id}` }, identities: { href: `./identities/${a.identityId}` } });
     assert.match(d.createdAt, TIMESTAMP);
     assert.match(d.updatedAt, TIMESTAMP);
     assert.deepEqual(d.tags, {});

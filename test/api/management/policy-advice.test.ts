@@ -5,6 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { edgeRouterRef, identityRef, serviceRef } from '../../support/refs.ts';
 import { startTestController, uniqueName, type TestController } from '../../support/controller.ts';
 import { createIdentity, createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
@@ -26,10 +27,6 @@ async function advice(identityId: string, serviceId: string): Promise<Record<str
   return res.body.data;
 }
 
-function ref(entity: string, id: string, name: string) {
-  return { _links: { self: { href: `./${entity}/${id}` } }, entity, id, name };
-}
-
 describe('GET /identities/{id}/policy-advice/{serviceId}', () => {
   it('omits false flags and zero counts and sends commonRouters null when nothing links the pair', async () => {
     const identityName = uniqueName('i');
@@ -38,9 +35,9 @@ describe('GET /identities/{id}/policy-advice/{serviceId}', () => {
     const service = await post('/services', { name: serviceName, encryptionRequired: true });
     assert.deepEqual(await advice(identity, service), {
       identityId: identity,
-      identity: ref('identities', identity, identityName),
+      identity: identityRef(identity, identityName),
       serviceId: service,
-      service: ref('services', service, serviceName),
+      service: serviceRef(service, serviceName),
       commonRouters: null,
     });
   });
@@ -66,8 +63,8 @@ describe('GET /identities/{id}/policy-advice/{serviceId}', () => {
     assert.deepEqual(
       [...d.commonRouters].sort((x: { name: string }, y: { name: string }) => (x.name < y.name ? -1 : 1)),
       [
-        { ...ref('edge-routers', ra, names[0]!), isOnline: false },
-        { ...ref('edge-routers', rb, names[1]!), isOnline: false },
+        { ...edgeRouterRef(ra, names[0]!), isOnline: false },
+        { ...edgeRouterRef(rb, names[1]!), isOnline: false },
       ],
     );
 

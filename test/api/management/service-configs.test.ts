@@ -6,6 +6,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { serviceRef } from '../../support/refs.ts';
 import { startTestController, uniqueName, type TestController } from '../../support/controller.ts';
 import { createClient } from '../../support/client.ts';
 import { createIdentity, createUserWithPassword } from '../../support/factories.ts';
@@ -69,7 +70,7 @@ describe('POST /identities/{id}/service-configs', () => {
       {
         config: { _links: { self: { href: `./configs/${c.id}` } }, entity: 'configs', id: c.id, name: c.name },
         configId: c.id,
-        service: { _links: { self: { href: `./services/${s.id}` } }, entity: 'services', id: s.id, name: s.name },
+        service: serviceRef(s.id, s.name),
         serviceId: s.id,
       },
     ]);

@@ -5,6 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { apiSessionRef } from '../../support/refs.ts';
 import { startTestController, uniqueName } from '../../support/controller.ts';
 import { createClient, type HttpClient } from '../../support/client.ts';
 import { createUserWithPassword } from '../../support/factories.ts';
@@ -64,7 +65,7 @@ describe('GET /sessions (management)', () => {
     const one = res.body.data.find((s: { id: string }) => s.id === s1dial);
     assert.equal(one.identityId, u1.id);
     assert.equal(one.apiSessionId, u1.apiSessionId);
-    assert.deepEqual(one.apiSession, { _links: { self: { href: `./api-sessions/${u1.apiSessionId}` } }, entity: 'api-sessions', id: u1.apiSessionId, name: '' });
+    assert.deepEqual(one.apiSession, apiSessionRef(u1.apiSessionId));
     assert.equal(one.service.name, svcName);
     assert.equal(one.token, s1dial);
     assert.match(one.createdAt, TIMESTAMP);

@@ -6,6 +6,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { serviceRef } from '../../support/refs.ts';
 import { startTestController, uniqueName, type TestController } from '../../support/controller.ts';
 import type { HttpClient, HttpResponse } from '../../support/client.ts';
 import { createUserWithPassword } from '../../support/factories.ts';
@@ -94,7 +95,7 @@ describe('POST /terminators', () => {
     assert.match(d.createdAt, TIMESTAMP);
     assert.deepEqual(d._links, { self: { href: `./terminators/${id}` } });
     assert.equal(d.serviceId, service);
-    assert.deepEqual(d.service, { _links: { self: { href: `./services/${service}` } }, entity: 'services', id: service, name: serviceName });
+    assert.deepEqual(d.service, serviceRef(service, serviceName));
     assert.equal(d.routerId, router);
     assert.deepEqual(d.router, { _links: { self: { href: `./transit-routers/${router}` } }, entity: 'transit-routers', id: router, name: routerName });
     assert.equal(d.binding, 'edge');
