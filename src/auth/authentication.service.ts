@@ -79,8 +79,9 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
     const sdkInfo = pickInfo(req.body.sdkInfo, sdkInfoKeys);
     const configTypes = resolveConfigTypes(db, req.body.configTypes);
     const authPolicyId = identities.summary(outcome.identityId)?.authPolicyId ?? 'default';
-    const isMfaRequired =
-      (deps.mfaEnabled?.(outcome.identityId) ?? false) || (deps.secondary?.policyRequiresTotp(authPolicyId) ?? false);
+    // As upstream: required only when the identity has verified MFA. A policy that requires TOTP of an identity
+    // without MFA still leaves the TOTP query pending (secondary-factors.ts), but the session does not claim MFA.
+    const isMfaRequired = deps.mfaEnabled?.(outcome.identityId) ?? false;
     const session = withTransaction(db, (tx) => {
       if (envInfo) prepare(tx.db, 'UPDATE identities SET env_info = ? WHERE id = ?').run(JSON.stringify(envInfo), outcome.identityId);
       if (sdkInfo) prepare(tx.db, 'UPDATE identities SET sdk_info = ? WHERE id = ?').run(JSON.stringify(sdkInfo), outcome.identityId);

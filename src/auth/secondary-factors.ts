@@ -93,11 +93,6 @@ export function createSecondaryFactors(deps: { db: Db; policies: AuthPolicyReade
     return `Bearer realm="openziti-secondary-ext-jwt" error="${outcome}" error_description="${descriptions[outcome]}" id="${signerId}" issuer="${issuer}"`;
   }
 
-  /** Whether TOTP is required for a new session of the identity by its policy alone. */
-  function policyRequiresTotp(authPolicyId: string): boolean {
-    return policies.secondary(authPolicyId || 'default')?.requireTotp === true;
-  }
-
   /** The secondary settings of an auth policy (the default policy for none). */
   function settings(authPolicyId: string): SecondarySettings | undefined {
     return policies.secondary(authPolicyId || 'default');
@@ -132,7 +127,7 @@ export function createSecondaryFactors(deps: { db: Db; policies: AuthPolicyReade
     return evaluateWith(session, settings(authPolicyId), headers);
   }
 
-  return { evaluate, evaluateWith, settings, policyRequiresTotp };
+  return { evaluate, evaluateWith, settings };
 }
 
 export type SecondaryFactors = ReturnType<typeof createSecondaryFactors>;
