@@ -64,7 +64,8 @@ function assertContentType(req: FastifyRequest, consumes: string[]): void {
 
 /** Whether an Accept header admits one of the media types an operation produces (no header admits all). */
 export function acceptsAny(accept: string | undefined, produces: readonly string[]): boolean {
-  if (!accept || !accept.trim()) return true;
+  // What nearly every client sends, answered without parsing.
+  if (!accept || accept === 'application/json' || accept === '*/*' || !accept.trim()) return true;
   for (const range of accept.split(',')) {
     const [type, ...params] = range.trim().toLowerCase().split(';');
     const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));

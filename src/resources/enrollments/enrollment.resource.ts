@@ -12,6 +12,9 @@ import { EntityRef, FreeObject } from '../common.schema.ts';
 export const EnrollmentMethod = Type.Unsafe<'ott' | 'ottca' | 'updb'>({ type: 'string', enum: ['ott', 'ottca', 'updb'] });
 const DateTime = Type.String({ format: 'date-time' });
 
+const edgeRouterOf = { kind: 'scalar', type: 'string', sql: '(SELECT r.id FROM routers r WHERE r.id = e.router_id AND r.is_edge = 1)' } as const;
+const transitRouterOf = { kind: 'scalar', type: 'string', sql: '(SELECT r.id FROM routers r WHERE r.id = e.router_id AND r.is_edge = 0)' } as const;
+
 export const enrollmentResource = defineResource({
   entityType: 'enrollments',
   singular: 'enrollment',
@@ -40,9 +43,10 @@ export const enrollmentResource = defineResource({
   },
   extraSymbols: {
     identity: { kind: 'scalar', type: 'string', sql: 'e.identity_id' },
-    edgeRouterId: { kind: 'scalar', type: 'string', sql: '(SELECT r.id FROM routers r WHERE r.id = e.router_id AND r.is_edge = 1)' },
-    transitRouterId: { kind: 'scalar', type: 'string', sql: '(SELECT r.id FROM routers r WHERE r.id = e.router_id AND r.is_edge = 0)' },
-    edgeRouter: { kind: 'scalar', type: 'string', sql: '(SELECT r.id FROM routers r WHERE r.id = e.router_id AND r.is_edge = 1)' },
-    transitRouter: { kind: 'scalar', type: 'string', sql: '(SELECT r.id FROM routers r WHERE r.id = e.router_id AND r.is_edge = 0)' },
+    edgeRouterId: edgeRouterOf,
+    transitRouterId: transitRouterOf,
+    // Upstream's names for the same two.
+    edgeRouter: edgeRouterOf,
+    transitRouter: transitRouterOf,
   },
 });
