@@ -2,6 +2,7 @@
  * The composition root: opens the store, loads or creates the PKI, seeds first-start records, builds every
  * service and the HTTPS server, and stops them in the right order. The only place that wires things.
  */
+import { prepare } from './store/entity-table.ts';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
@@ -14,7 +15,7 @@ import { buildServer } from './http/server.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
 import { createEntityService, systemClock } from './resources/entity-service.ts';
 import { createIdentityService } from './resources/identities/identity.service.ts';
-import { createAccessService } from './access/access.service.ts';
+import { createAccessService, registerMembershipTables } from './access/access.service.ts';
 import { createAuthenticatorService } from './resources/authenticators/authenticator.service.ts';
 import { identityTypeResource } from './resources/identity-types/identity-type.resource.ts';
 import { createConfigTypeService } from './resources/config-types/config-type.service.ts';
@@ -132,6 +133,7 @@ export async function startController(config: Config, options: StartOptions = {}
     const feed = createChangeFeed(db, { origin: options.origin, probe: sqliteCommitProbe(db) });
     const access = createAccessService(db, clock, feed);
     access.load();
+    registerMembershipTables(db, access);
     const enrollments = createEnrollmentService({ db, pki, issuer: advertisedBaseUrl(config.advertise, config.port), clock });
     const identities = createIdentityService(db, access, clock, enrollments);
     const configTypes = createConfigTypeService(db, clock);
@@ -187,6 +189,9 @@ export async function startController(config: Config, options: StartOptions = {}
       },
     });
 
+    // Terminators stored before their source controller was recorded were created through this one.
+    prepare(db, 'UPDATE terminators SET source_ctrl = ? WHERE source_ctrl IS NULL').run(instanceId);
+
     const routerEnrollments = createRouterEnrollments({ pki, issuer: base, clock });
     // Each enrollment method registers here; the enroll routes dispatch on the wire name.
     const enrollMethods: EnrollMethod[] = [];
@@ -222,7 +227,7 @@ export async function startController(config: Config, options: StartOptions = {}
       pki,
       edgeRouters: createEdgeRouterService({ db, access, enrollments: routerEnrollments, clock }),
       routers: createRouterService({ db, access, enrollments: routerEnrollments, clock }),
-      terminators: createTerminatorService(db, clock),
+      terminators: createTerminatorService(db, instanceId, clock),
       servicePolicies: createPolicyService('servicePolicy', servicePolicyResource, db, access, clock),
       edgeRouterPolicies: createPolicyService('edgeRouterPolicy', edgeRouterPolicyResource, db, access, clock),
       serviceEdgeRouterPolicies: createPolicyService('serviceEdgeRouterPolicy', serviceEdgeRouterPolicyResource, db, access, clock),

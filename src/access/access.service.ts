@@ -349,6 +349,28 @@ export function createAccessService(db: Db, clock: Clock, feed?: ChangeFeed) {
   };
 }
 
+const membershipTablesOn = new WeakSet<Db>();
+
+/**
+ * Table-valued functions over the live access index, so filters can name what a policy matches: for a service
+ * policy id, `pc_service_policy_identities` and `pc_service_policy_services` list the identities and services its
+ * role lists match now (`anyOf(identities) = "<id>"` on the service policy list). Registered once per connection.
+ */
+export function registerMembershipTables(db: Db, access: AccessService): void {
+  if (membershipTablesOn.has(db)) return;
+  membershipTablesOn.add(db);
+  const table = (name: string, field: RoleField) =>
+    db.table(name, {
+      columns: ['member'],
+      parameters: ['policy_id'],
+      rows: function* (policyId: unknown) {
+        for (const member of access.index.membersOf(String(policyId), field)) yield { member };
+      },
+    });
+  table('pc_service_policy_identities', 'identityRoles');
+  table('pc_service_policy_services', 'serviceRoles');
+}
+
 /**
  * Entity-side role attributes (identities, services, edge routers): a set, stored sorted; no entry may
  * start with `#` or `@` (posture checks skip this check, as upstream).

@@ -4,6 +4,7 @@
  * This folder is the only code that imports the SQLite driver.
  */
 import BetterSqlite3 from 'better-sqlite3';
+import { X509Certificate, createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 
@@ -28,6 +29,20 @@ export function openDatabase(file: string, options: OpenOptions = {}): Db {
   db.function('pc_upper', { deterministic: true }, (value: unknown) =>
     value === null || value === undefined ? null : String(value).toUpperCase(),
   );
+  // Facts of a stored PEM certificate, for filters on fields upstream derives from it (null when unreadable).
+  const certFact = (name: string, fact: (cert: X509Certificate) => string) =>
+    db.function(name, { deterministic: true }, (pem: unknown) => {
+      if (typeof pem !== 'string' || pem === '') return null;
+      try {
+        return fact(new X509Certificate(pem));
+      } catch {
+        return null;
+      }
+    });
+  certFact('pc_cert_cn', (c) => /^CN=(.*)$/m.exec(c.subject)?.[1] ?? '');
+  certFact('pc_cert_not_before', (c) => new Date(c.validFrom).toISOString());
+  certFact('pc_cert_not_after', (c) => new Date(c.validTo).toISOString());
+  certFact('pc_public_key_print', (c) => createHash('sha256').update(c.publicKey.export({ type: 'spki', format: 'der' })).digest('hex'));
   return db;
 }
 

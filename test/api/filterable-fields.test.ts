@@ -1,13 +1,14 @@
 /**
  * Filter symbols as upstream declares them: every field the upstream controller (v2.0.0-pre3) lists in
  * `meta.filterableFields` of a list is listed here too and works in a filter, while the password hash and salt
- * never do. The upstream sets were read from its list answers; the few upstream fields Portcullis does not
- * offer yet are named in MISSING, so the gap stays visible instead of silently dropped.
+ * never do. The upstream sets were read from its list answers.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestController, type TestController } from '../support/controller.ts';
+import { startTestController, uniqueName, type TestController } from '../support/controller.ts';
 import type { HttpClient } from '../support/client.ts';
+import { createIdentity, createRecord } from '../support/factories.ts';
+import { createTestSigner } from '../support/external-signer.ts';
 
 const tc: TestController = await startTestController();
 
@@ -46,14 +47,8 @@ const UPSTREAM: Record<string, string[]> = {
   '/controllers': ['name', 'ctrlAddress', 'lastJoinedAt', 'certPem', 'fingerprint', 'isOnline', 'isPreferredLeader'],
 };
 
-/** Upstream fields not offered yet: values computed from certificates or from the access index, and HA-only fields. */
-const MISSING: Record<string, string[]> = {
-  '/authenticators': ['publicKeyPrint'],
-  '/external-jwt-signers': ['commonName', 'notAfter', 'notBefore'],
-  '/service-policies': ['identities', 'services'],
-  '/terminators': ['sourceCtrl'],
-  '/controllers': ['isPreferredLeader'],
-};
+/** Upstream fields not offered yet (none: the list stays to name any that a later upstream adds). */
+const MISSING: Record<string, string[]> = {};
 
 const SECRETS = ['updbPassword', 'updbSalt', 'password', 'passwordHash'];
 
@@ -112,5 +107,35 @@ describe('filterable fields as upstream declares them', () => {
     assert.ok(policies.body.data.some((p: { id: string }) => p.id === 'default'), policies.text);
     const none = await tc.mgmt.get(`/auth-policies?filter=${encodeURIComponent('primary.updb.allowed = false and id = "default"')}`);
     assert.deepEqual(none.body.data, []);
+  });
+
+  it('filters on what a service policy matches now, from the access index', async () => {
+    const attr = uniqueName('member').replace(/-/g, '');
+    const member = await createIdentity(tc.mgmt, { roleAttributes: [attr] });
+    const service = await createRecord(tc.mgmt, '/services', { name: uniqueName('svc'), encryptionRequired: true, roleAttributes: [attr] });
+    const policy = await createRecord(tc.mgmt, '/service-policies', { name: uniqueName('sp'), type: 'Dial', semantic: 'AnyOf', identityRoles: [`#${attr}`], serviceRoles: [`#${attr}`] });
+    const ids = async (filter: string) => (await tc.mgmt.get(`/service-policies?filter=${encodeURIComponent(filter)}`)).body.data.map((p: { id: string }) => p.id);
+    assert.deepEqual(await ids(`anyOf(identities) = "${member}"`), [policy]);
+    assert.deepEqual(await ids(`anyOf(services) = "${service}"`), [policy]);
+    assert.deepEqual(await ids(`id = "${policy}" and count(identities) = 1`), [policy]);
+    assert.equal((await tc.mgmt.patch(`/identities/${member}`, { roleAttributes: [] })).status, 200);
+    assert.deepEqual(await ids(`anyOf(identities) = "${member}"`), []);
+  });
+
+  it('filters on certificate facts and on the controller a terminator came through', async () => {
+    const signer = await createTestSigner('filter-cn-idp');
+    const id = await createRecord(tc.mgmt, '/external-jwt-signers', { name: uniqueName('signer'), issuer: uniqueName('https://idp.example.com/'), audience: 'a', enabled: true, certPem: signer.certPem });
+    const detail = (await tc.mgmt.get(`/external-jwt-signers/${id}`)).body.data;
+    const ids = async (filter: string) => (await tc.mgmt.get(`/external-jwt-signers?filter=${encodeURIComponent(filter)}`)).body.data.map((s: { id: string }) => s.id);
+    assert.deepEqual(await ids(`commonName = "filter-cn-idp"`), [id]);
+    assert.deepEqual(await ids(`id = "${id}" and notAfter = datetime(${detail.notAfter}) and notBefore < datetime(${detail.notAfter})`), [id]);
+    const controllerId = (await tc.mgmt.get('/controllers')).body.data[0].id as string;
+    const service = await createRecord(tc.mgmt, '/services', { name: uniqueName('svc'), encryptionRequired: true });
+    const router = await createRecord(tc.mgmt, '/transit-routers', { name: uniqueName('tr') });
+    const terminator = await createRecord(tc.mgmt, '/terminators', { service, router, binding: 'transport', address: 'tcp:127.0.0.1:1' });
+    const found = await tc.mgmt.get(`/terminators?filter=${encodeURIComponent(`sourceCtrl = "${controllerId}" and id = "${terminator}"`)}`);
+    assert.deepEqual(found.body.data.map((t: { id: string }) => t.id), [terminator]);
+    const controllers = await tc.mgmt.get(`/controllers?filter=${encodeURIComponent('isPreferredLeader = false')}`);
+    assert.equal(controllers.body.meta.pagination.totalCount, 1);
   });
 });

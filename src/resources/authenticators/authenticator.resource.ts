@@ -39,5 +39,7 @@ export const authenticatorResource = defineResource({
     extendRequestedAt: { kind: 'scalar', type: 'datetime', sql: 'e.extend_requested_at' },
     lastAuthResolvedToRoot: { kind: 'scalar', type: 'bool', sql: 'e.last_auth_resolved_to_root' },
     lastExtendRolledKeys: { kind: 'scalar', type: 'bool', sql: 'e.last_extend_rolled_keys' },
+    // SHA-256 of the certificate's public key (SubjectPublicKeyInfo), hex, as upstream computes it.
+    publicKeyPrint: { kind: 'scalar', type: 'string', sql: 'pc_public_key_print(e.cert_pem)', sortable: false },
   },
 });

@@ -59,7 +59,8 @@ export function createConfigService(db: Db, access: AccessService, configTypes: 
       beforeUpdate(_tx, existing, changes, mode, body) {
         // The type never changes after create (upstream silently keeps it).
         delete changes.configTypeId;
-        if (mode === 'put' || (body.data !== undefined && body.data !== null)) changes.data = checkData(body.data);
+        // A patch that names `data` must give it (null would leave a config without data); one that omits it keeps it.
+        if (mode === 'put' || body.data !== undefined) changes.data = checkData(body.data);
         validateAgainstType(existing.configTypeId as string, (changes.data ?? existing.data) as Record<string, unknown>);
       },
       afterUpdate(tx, existing) {

@@ -21,5 +21,6 @@ export const controllerResource = defineResource({
     apiAddresses: { schema: ApiAddresses, column: 'api_addresses', kind: 'json' },
     isOnline: { schema: Type.Boolean(), column: 'is_online', kind: 'bool', filter: 'bool' },
     lastJoinedAt: { schema: Type.String({ format: 'date-time' }), column: 'last_joined_at', kind: 'datetime', filter: 'datetime' },
+    isPreferredLeader: { schema: Type.Boolean(), column: 'is_preferred_leader', kind: 'bool', filter: 'bool' },
   },
 });

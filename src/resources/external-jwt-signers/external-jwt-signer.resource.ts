@@ -81,6 +81,10 @@ export const externalJwtSignerResource = defineResource({
   },
   extraSymbols: {
     certPem: { kind: 'scalar', type: 'string', sql: 'e.cert_pem', sortable: false },
+    // What the read model shows of the certificate, read from it.
+    commonName: { kind: 'scalar', type: 'string', sql: 'pc_cert_cn(e.cert_pem)', sortable: false },
+    notBefore: { kind: 'scalar', type: 'datetime', sql: 'pc_cert_not_before(e.cert_pem)', sortable: false },
+    notAfter: { kind: 'scalar', type: 'datetime', sql: 'pc_cert_not_after(e.cert_pem)', sortable: false },
     enrollNameClaimsSelector: { kind: 'scalar', type: 'string', sql: 'e.enroll_name_claims_selector' },
     enrollAttributeClaimsSelector: { kind: 'scalar', type: 'string', sql: 'e.enroll_attribute_claims_selector' },
     scopes: { kind: 'set', elementType: 'string', table: '(SELECT s.id AS owner, j.value AS scope FROM external_jwt_signers s, json_each(s.scopes) j)', ownerColumn: 'owner', valueColumn: 'scope' },

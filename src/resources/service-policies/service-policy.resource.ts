@@ -26,6 +26,9 @@ export const servicePolicyResource = defineResource({
   computed: displayProperties('servicePolicy'),
   nestedLinks: ['services', 'identities', 'posture-checks'],
   extraSymbols: {
+    // What the policy's role lists match now, from the access index (see registerMembershipTables).
+    identities: { kind: 'set', elementType: 'string', table: 'pc_service_policy_identities', ownerColumn: 'policy_id', valueColumn: 'member' },
+    services: { kind: 'set', elementType: 'string', table: 'pc_service_policy_services', ownerColumn: 'policy_id', valueColumn: 'member' },
     // Upstream filters the policy type as a number: 1 = Dial, 2 = Bind.
     type: { kind: 'scalar', type: 'int', sql: "(CASE e.policy_type WHEN 'Dial' THEN 1 WHEN 'Bind' THEN 2 END)" },
     identityRoles: roleSetSymbol('identityRoles'),

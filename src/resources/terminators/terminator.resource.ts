@@ -23,6 +23,8 @@ export const terminatorResource = defineResource({
     cost: { schema: TerminatorCost, column: 'cost', kind: 'int', create: 'optional', put: 'optional', patch: true, default: 0 },
     precedence: { schema: TerminatorPrecedence, read: TerminatorPrecedence, column: 'precedence', create: 'optional', put: 'optional', patch: true, default: 'default' },
     hostId: { schema: Type.String(), read: false, column: 'host_id' },
+    // The controller the terminator was created through (filterable, as upstream; not in the read model).
+    sourceCtrl: { schema: Type.String(), read: false, column: 'source_ctrl', filter: 'string' },
   },
   computed: {
     serviceId: Type.String(),

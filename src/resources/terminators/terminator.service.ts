@@ -25,7 +25,7 @@ function assertExists(tx: Tx, table: string, singular: string, id: unknown): voi
   if (!prepare(tx.db, `SELECT 1 FROM ${table} WHERE id = ?`).get(id)) throw notFound(singular, String(id));
 }
 
-export function createTerminatorService(db: Db, clock: Clock = systemClock) {
+export function createTerminatorService(db: Db, controllerId: string, clock: Clock = systemClock) {
   const entities = createEntityService(
     terminatorResource,
     db,
@@ -35,6 +35,7 @@ export function createTerminatorService(db: Db, clock: Clock = systemClock) {
         assertExists(tx, 'routers', 'router', values.router);
         if (!values.binding) values.binding = defaultBinding(values.address);
         values.precedence = normalizePrecedence(values.precedence);
+        values.sourceCtrl = controllerId;
       },
       beforeUpdate(tx, existing, changes) {
         delete changes.service;

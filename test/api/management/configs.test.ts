@@ -206,7 +206,12 @@ describe('PUT and PATCH /configs/{id}', () => {
     assert.equal(d.configTypeId, typeId);
     assertFieldError(await tc.mgmt.patch(`/configs/${id}`, { data: { proto: 'tcp' } }), '(root)');
     assertFieldError(await tc.mgmt.patch(`/configs/${id}`, { data: 5 }), 'data');
+    // Naming data means giving it: null would leave the config without data.
+    const nulled = await tc.mgmt.patch(`/configs/${id}`, { data: null, name: uniqueName('not-applied') });
+    assertFieldError(nulled, 'data');
+    assert.equal(nulled.body.error.cause.reason, 'data in body is required');
     assert.deepEqual((await detail(id)).data, { port: 7 });
+    assert.equal((await detail(id)).name, before.name);
   });
 
   it('answers 404 for an unknown id', async () => {
