@@ -41,7 +41,7 @@ import { createSignerTokens } from './resources/external-jwt-signers/signer-toke
 import { createExternalJwtSignerService } from './resources/external-jwt-signers/external-jwt-signer.service.ts';
 import { createTokenEnrollMethod } from './enrollment/methods/token.ts';
 import { bootstrapRecords, controllerInstanceId, type AdminCredentials } from './system/bootstrap.ts';
-import { advertisedBaseUrl, clientPath, createSystemInfo, managementPath, portcullisVersion } from './system/system-info.ts';
+import { advertisedBaseUrl, clientPath, controllerVersionInfo, createSystemInfo, managementPath, portcullisVersion } from './system/system-info.ts';
 import { createControllerService } from './resources/controllers/controller.service.ts';
 import { createEdgeRouterService } from './resources/edge-routers/edge-router.service.ts';
 import { createRouterService } from './resources/routers/router.service.ts';
@@ -67,6 +67,8 @@ import { serviceEdgeRouterPolicyResource } from './resources/service-edge-router
 import { createPostureCheckService } from './resources/posture-checks/posture-check.service.ts';
 import { createPostureCheckTypeService } from './resources/posture-check-types/posture-check-type.service.ts';
 import { createDatabaseOps, resetDatabaseOps } from './resources/database/database-ops.ts';
+import { createFabric, type Fabric } from './fabric/fabric.ts';
+import { clearLiveRouters, createLiveRouters } from './fabric/live-routers.ts';
 import { createChangeFeed } from './cluster/change-feed.ts';
 import { sqliteCommitProbe } from './cluster/commit-probe.ts';
 import { createControllerSettingService } from './resources/controller-settings/controller-setting.service.ts';
@@ -116,6 +118,7 @@ export async function prepareDataDir(db: Db, config: Config): Promise<{ admin: A
   const admin = await bootstrapRecords(db, { username: config.adminUser, password: config.adminPassword });
   controllerInstanceId(db);
   resetDatabaseOps(db);
+  clearLiveRouters(db);
   return { admin, pki };
 }
 
@@ -192,7 +195,9 @@ export async function startController(config: Config, options: StartOptions = {}
     // Terminators stored before their source controller was recorded were created through this one.
     prepare(db, 'UPDATE terminators SET source_ctrl = ? WHERE source_ctrl IS NULL').run(instanceId);
 
-    const routerEnrollments = createRouterEnrollments({ pki, issuer: base, clock });
+    const liveRouters = createLiveRouters(db, feed.origin);
+    // The control channel shares the API port (routers ask for it by ALPN).
+    const routerEnrollments = createRouterEnrollments({ pki, issuer: base, ctrlEndpoints: [`tls:${new URL(base).host}`], clock });
     // Each enrollment method registers here; the enroll routes dispatch on the wire name.
     const enrollMethods: EnrollMethod[] = [];
     enrollMethods.push(createOttcaEnrollMethod({ db, cas, clock }), createCaEnrollMethod({ db, cas, access, clock }));
@@ -225,8 +230,8 @@ export async function startController(config: Config, options: StartOptions = {}
       controllers,
       system,
       pki,
-      edgeRouters: createEdgeRouterService({ db, access, enrollments: routerEnrollments, clock }),
-      routers: createRouterService({ db, access, enrollments: routerEnrollments, clock }),
+      edgeRouters: createEdgeRouterService({ db, access, enrollments: routerEnrollments, liveRouters: liveRouters.current, clock }),
+      routers: createRouterService({ db, access, enrollments: routerEnrollments, liveRouters: liveRouters.current, clock }),
       terminators: createTerminatorService(db, instanceId, clock),
       servicePolicies: createPolicyService('servicePolicy', servicePolicyResource, db, access, clock),
       edgeRouterPolicies: createPolicyService('edgeRouterPolicy', edgeRouterPolicyResource, db, access, clock),
@@ -239,6 +244,7 @@ export async function startController(config: Config, options: StartOptions = {}
     };
     apis.push(clientApi(services), managementApi(services));
 
+    let fabric: Fabric | undefined;
     const app = buildServer({
       tls: { key: pki.serverKeyPem, cert: pki.serverChainPem },
       logLevel: config.logLevel,
@@ -252,6 +258,15 @@ export async function startController(config: Config, options: StartOptions = {}
         access.catchUp();
         if (options.workerId !== undefined) reply.header('x-portcullis-worker', options.workerId);
       },
+      controlChannel: (socket) => (fabric ? fabric.accept(socket) : socket.destroy()),
+    });
+    fabric = createFabric({
+      db,
+      caBundlePem: pki.caBundlePem,
+      controllerId: instanceId,
+      controllerVersion: controllerVersionInfo(startedAt),
+      live: liveRouters,
+      log: app.log,
     });
     await app.listen({ host: config.address, port: config.port });
     apiSessions.start();
@@ -271,6 +286,7 @@ export async function startController(config: Config, options: StartOptions = {}
       async stop() {
         if (stopped) return;
         stopped = true;
+        fabric?.close();
         await app.close();
         await services.database.idle();
         apiSessions.stop();

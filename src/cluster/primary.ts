@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import type { Config } from '../config.ts';
 import { prepareDataDir } from '../controller.ts';
 import { openDatabase, closeDatabase } from '../store/database.ts';
+import { clearLiveRoutersOf } from '../fabric/live-routers.ts';
 import { abandonIntegrityRun } from '../resources/database/database-ops.ts';
 import { printAdminCredentials } from './messages.ts';
 
@@ -80,8 +81,10 @@ export async function runPrimary(config: Config): Promise<void> {
     if (state?.origin) {
       try {
         abandonIntegrityRun(db, state.origin);
+        // Its routers' connections died with it; they reconnect to the other workers.
+        clearLiveRoutersOf(db, state.origin);
       } catch {
-        // The store may be busy; the next start resets the run anyway.
+        // The store may be busy; the next start resets both anyway.
       }
     }
     if (stopping) return finish();

@@ -4,6 +4,7 @@
  * legacy path rewriting, JSON body parsing, CORS, 404/405 in the error envelope, and the response
  * headers upstream sends.
  */
+import type { TLSSocket } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createRequire } from 'node:module';
 import { posix } from 'node:path';
@@ -29,7 +30,15 @@ export interface ServerOptions {
   serverHeader: string;
   /** Runs first for every request (the controller brings in-memory state up to date, adds worker headers). */
   onRequest?: (req: FastifyRequest, reply: FastifyReply) => void;
+  /**
+   * Takes the TLS connections that negotiated ALPN `ziti-ctrl` (routers' control channels share the API
+   * port, as upstream's do); every other connection is HTTP.
+   */
+  controlChannel?: (socket: TLSSocket) => void;
 }
+
+/** The ALPN name routers ask for on the control channel. */
+export const CONTROL_CHANNEL_ALPN = 'ziti-ctrl';
 
 const bodyLimit = 1024 * 1024;
 const clientBase = '/edge/client/v1';
@@ -155,6 +164,19 @@ const lazySerializers: SerializerFactory = (externalSchemas, serializerOpts) => 
   };
 };
 
+/**
+ * Puts a dispatcher in front of the HTTPS server's own connection handler: a connection that chose the control
+ * channel's ALPN never reaches HTTP parsing (nor its timeouts); everything else goes on as before.
+ */
+function divertControlChannels(server: import('node:https').Server, take: (socket: TLSSocket) => void): void {
+  const http = server.listeners('secureConnection') as Array<(socket: TLSSocket) => void>;
+  server.removeAllListeners('secureConnection');
+  server.on('secureConnection', (socket: TLSSocket) => {
+    if (socket.alpnProtocol === CONTROL_CHANNEL_ALPN) take(socket);
+    else for (const listener of http) listener.call(server, socket);
+  });
+}
+
 export function buildServer(opts: ServerOptions): FastifyInstance {
   const app = Fastify({
     https: {
@@ -163,6 +185,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
       requestCert: true,
       rejectUnauthorized: false,
       minVersion: 'TLSv1.2',
+      ALPNProtocols: opts.controlChannel ? ['http/1.1', CONTROL_CHANNEL_ALPN] : ['http/1.1'],
     },
     logger: { level: opts.logLevel, redact: ['req.headers["zt-session"]', 'req.headers.authorization'] },
     // Per-request log lines would cost time on every call and risk carrying tokens; errors are still logged.
@@ -175,6 +198,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
     ajv: undefined,
     schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
   });
+  if (opts.controlChannel) divertControlChannels(app.server as import('node:https').Server, opts.controlChannel);
   app.setValidatorCompiler(compileValidator);
   app.setErrorHandler(errorHandler);
   registerJsonParser(app);

@@ -60,6 +60,15 @@ export function advertisedBaseUrl(advertise: string, port: number): string {
   return `https://${host}:${port}`;
 }
 
+/**
+ * The five version fields the control channel carries (upstream's `version|revision|buildDate|os|arch`):
+ * routers gate features on the version, so it is the upstream release Portcullis answers as.
+ */
+export function controllerVersionInfo(startedAt: Date): { version: string; revision: string; buildDate: string; os: string; arch: string } {
+  const arch = process.arch === 'x64' ? 'amd64' : process.arch;
+  return { version: compatibleUpstreamVersion, revision: `portcullis v${portcullisVersion}`, buildDate: startedAt.toISOString().slice(0, 19) + 'Z', os: process.platform, arch };
+}
+
 export function createSystemInfo(src: SystemInfoSources) {
   const base = advertisedBaseUrl(src.advertise, src.port);
   const versionBody = {

@@ -117,6 +117,14 @@ export class MessageDecoder {
     return this.pendingLength;
   }
 
+  /** Hands over the bytes not yet decoded (they start the next message) and forgets them. */
+  takeBuffered(): Buffer {
+    const rest = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingLength);
+    this.pending = [];
+    this.pendingLength = 0;
+    return rest;
+  }
+
   push(chunk: Buffer): ChannelMessage[] {
     this.pending.push(chunk);
     this.pendingLength += chunk.length;

@@ -5,6 +5,7 @@
  * with it; delete strips the router from policies and removes its tunneler records (enrollments and
  * terminators go by foreign key); re-enroll replaces the enrollment and clears the certificate.
  */
+import type { LiveRouter } from '../../fabric/live-routers.ts';
 import type { Db } from '../../store/database.ts';
 import { prepare, type Values } from '../../store/entity-table.ts';
 import { withTransaction, type Tx } from '../../store/transaction.ts';
@@ -71,10 +72,12 @@ export interface EdgeRouterServiceDeps {
   db: Db;
   access: AccessService;
   enrollments: RouterEnrollments;
+  /** Connected routers, by id (what they reported on their control channels). */
+  liveRouters: () => ReadonlyMap<string, LiveRouter>;
   clock?: Clock;
 }
 
-export function createEdgeRouterService({ db, access, enrollments, clock = systemClock }: EdgeRouterServiceDeps) {
+export function createEdgeRouterService({ db, access, enrollments, liveRouters, clock = systemClock }: EdgeRouterServiceDeps) {
   // Set for the duration of one synchronous create: the id and enrollment prepared before it.
   let pending: PendingRouterEnrollment | undefined;
 
@@ -189,11 +192,12 @@ export function createEdgeRouterService({ db, access, enrollments, clock = syste
     detail.certPem = values.certPem ?? null;
     detail.unverifiedFingerprint = values.unverifiedFingerprint ?? null;
     detail.unverifiedCertPem = values.unverifiedCertPem ?? null;
-    detail.hostname = values.hostname ?? '';
-    detail.supportedProtocols = values.supportedProtocols ?? {};
-    detail.versionInfo = values.versionInfo ?? { ...EMPTY_VERSION_INFO };
-    detail.isOnline = false;
-    detail.syncStatus = 'SYNC_UNKNOWN';
+    const live = liveRouters().get(values.id as string);
+    detail.hostname = live ? live.hostname : (values.hostname ?? '');
+    detail.supportedProtocols = live ? { ...live.supportedProtocols } : (values.supportedProtocols ?? {});
+    detail.versionInfo = live ? { ...live.versionInfo } : (values.versionInfo ?? { ...EMPTY_VERSION_INFO });
+    detail.isOnline = live !== undefined;
+    detail.syncStatus = live ? live.syncStatus : 'SYNC_UNKNOWN';
     detail.interfaces = null;
     if (!values.isVerified) {
       Object.assign(detail, enrollmentFieldsOf(db, values.id as string));

@@ -37,6 +37,11 @@ export interface RouterEnrollmentOptions {
   pki: JwtSigningKey;
   /** `https://<edge API host:port>`, no trailing slash. */
   issuer: string;
+  /**
+   * Where routers reach the control channel (`tls:host:port`), written into the JWT's `ctrls` claim: an
+   * enrolling router saves them as its controller endpoints.
+   */
+  ctrlEndpoints: readonly string[];
   clock: Clock;
 }
 
@@ -46,7 +51,7 @@ export function createRouterEnrollments(opts: RouterEnrollmentOptions) {
     const now = opts.clock.now();
     const expires = new Date(now.getTime() + ROUTER_ENROLLMENT_MINUTES * 60_000);
     const token = randomUUID();
-    // Claim order as upstream: registered claims, then `em` and `ctrls` (null: no control channel advertised).
+    // Claim order as upstream: registered claims, then `em` and `ctrls`.
     const claims = {
       iss: opts.issuer,
       sub: routerId,
@@ -54,7 +59,7 @@ export function createRouterEnrollments(opts: RouterEnrollmentOptions) {
       exp: Math.floor(expires.getTime() / 1000),
       jti: token,
       em: method,
-      ctrls: null,
+      ctrls: [...opts.ctrlEndpoints],
     };
     const jwt = await signJwt(claims, opts.pki);
     return { id: newEntityId(), method, routerId, token, jwt, issuedAt: now.toISOString(), expiresAt: expires.toISOString() };

@@ -5,6 +5,7 @@
  * ctrlChanListeners, and edge routers can not be updated here (409); deleting an edge router here cleans
  * up exactly as an edge router delete does.
  */
+import type { LiveRouter } from '../../fabric/live-routers.ts';
 import type { Db } from '../../store/database.ts';
 import { prepare, type Values } from '../../store/entity-table.ts';
 import { ApiError, fieldError } from '../../errors.ts';
@@ -19,13 +20,15 @@ export interface RouterServiceDeps {
   db: Db;
   access: AccessService;
   enrollments: RouterEnrollments;
+  /** Connected routers, by id (what they reported on their control channels). */
+  liveRouters: () => ReadonlyMap<string, LiveRouter>;
   clock?: Clock;
 }
 
 /** Fields a router update may change; the rest of a PUT/PATCH body is ignored, as upstream. */
 const updatable = new Set(['name', 'tags', 'ctrlChanListeners']);
 
-export function createRouterService({ db, access, enrollments, clock = systemClock }: RouterServiceDeps) {
+export function createRouterService({ db, access, enrollments, liveRouters, clock = systemClock }: RouterServiceDeps) {
   let pending: PendingRouterEnrollment | undefined;
 
   const entities = createEntityService(
@@ -72,7 +75,7 @@ export function createRouterService({ db, access, enrollments, clock = systemClo
     detail.fingerprint = values.fingerprint ?? null;
     detail.unverifiedFingerprint = values.unverifiedFingerprint ?? null;
     detail.unverifiedCertPem = values.unverifiedCertPem ?? null;
-    detail.isOnline = false;
+    detail.isOnline = liveRouters().has(values.id as string);
     detail.interfaces = null;
     if (values.isEdge) {
       detail.isVerified = true;

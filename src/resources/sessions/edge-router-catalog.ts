@@ -1,8 +1,8 @@
 /**
  * Every edge router, decoded once per process, in the two orders the client API pages them: by name (the
  * routers a session lists) and by id (the default order of `GET /current-identity/edge-routers`). Current
- * exactly while the `routers` change counter (migration 0022) is unchanged; any write to the table, by this
- * process or another, rebuilds it at the next read.
+ * exactly while the change counters of `routers` and `router_connections` (migrations 0022, 0025) are
+ * unchanged; any write to either table, by this process or another, rebuilds it at the next read.
  */
 import type { Db } from '../../store/database.ts';
 import { prepare } from '../../store/entity-table.ts';
@@ -25,7 +25,17 @@ export interface EdgeRouterCatalogState {
 /** `describe` turns a stored row into the properties the client API shows for every edge router. */
 export function createEdgeRouterCatalog(db: Db, describe: (row: Readonly<Record<string, unknown>>) => Record<string, unknown>) {
   function build(): EdgeRouterCatalogState {
-    const rows = prepare(db, 'SELECT * FROM routers WHERE is_edge = 1 ORDER BY name, id').all() as Array<Record<string, unknown>>;
+    // A connected router shows what it reported on its control channel (src/fabric/live-routers.ts).
+    const rows = prepare(
+      db,
+      `SELECT r.*, c.router_id IS NOT NULL AS is_online,
+         CASE WHEN c.router_id IS NULL THEN r.hostname ELSE c.hostname END AS hostname,
+         CASE WHEN c.router_id IS NULL THEN r.supported_protocols ELSE c.supported_protocols END AS supported_protocols,
+         CASE WHEN c.router_id IS NULL THEN r.version_info ELSE c.version_info END AS version_info,
+         c.sync_status
+       FROM routers r LEFT JOIN router_connections c ON c.router_id = r.id
+       WHERE r.is_edge = 1 ORDER BY r.name, r.id`,
+    ).all() as Array<Record<string, unknown>>;
     const byName = rows.map((row) => ({ id: row.id as string, isVerified: row.is_verified === 1, row, props: Object.freeze(describe(row)) }));
     const byId = prepare(db, 'SELECT id FROM routers WHERE is_edge = 1 ORDER BY id').pluck().all() as string[];
     const of = new Map(byName.map((r) => [r.id, r]));
@@ -33,7 +43,7 @@ export function createEdgeRouterCatalog(db: Db, describe: (row: Readonly<Record<
   }
 
   /** The catalogue as the store holds it now. */
-  const current = versionedValue(db, ['routers'], build);
+  const current = versionedValue(db, ['routers', 'router_connections'], build);
 
   return { current };
 }

@@ -96,17 +96,17 @@ function member(body: Record<string, unknown>, name: string): unknown {
   return key === undefined ? undefined : body[key];
 }
 
-/** commonEdgeRouterProperties of a `routers` row (never online: there is no data plane yet). */
+/** commonEdgeRouterProperties of a catalogue row (a `routers` row with its live connection state, when connected). */
 export function edgeRouterProperties(row: Readonly<Record<string, unknown>>): Record<string, unknown> {
   return {
     cost: row.cost as number,
     disabled: row.disabled === 1,
     hostname: (row.hostname as string | null) ?? '',
-    isOnline: false,
+    isOnline: row.is_online === 1,
     name: row.name as string,
     noTraversal: row.no_traversal === 1,
     supportedProtocols: jsonObject(row.supported_protocols),
-    syncStatus: SYNC_STATUS_UNKNOWN,
+    syncStatus: (row.sync_status as string | null) ?? SYNC_STATUS_UNKNOWN,
   };
 }
 

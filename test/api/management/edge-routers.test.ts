@@ -150,7 +150,7 @@ describe('POST /edge-routers', () => {
     assert.deepEqual(claims.aud, ['']);
     assert.equal(claims.em, 'erott');
     assert.equal(claims.jti, d.enrollmentToken);
-    assert.equal(claims.ctrls, null);
+    assert.deepEqual(claims.ctrls, [`tls:localhost:${tc.port}`], "the control channel is on the API port");
     assert.equal(claims.exp, Math.floor(Date.parse(d.enrollmentExpiresAt) / 1000));
     assert.equal(Date.parse(d.enrollmentExpiresAt) - Date.parse(d.enrollmentCreatedAt), 180 * 60_000);
     const verified = await verifyJwt(d.enrollmentJwt, tc.controller.pki);

@@ -1,0 +1,203 @@
+/**
+ * One control channel over a byte stream, after the hello: numbered sends, requests that wait for their
+ * reply, dispatch by content type, and the channel's own duties (heartbeat echo, ping, liveness).
+ *
+ * Replies are matched to waiting requests by header 1; a reply nobody waits for (late, or sent to a plain
+ * send) is dispatched by content type like any other message, as upstream's channel does. Handlers start in
+ * arrival order and may be async; the read loop never waits for them, so a handler that waits on another
+ * message (a route result) stalls neither the connection nor the handlers after it.
+ *
+ * Anything that breaks the framing closes this one connection; a handler that throws is logged and the
+ * connection goes on (a bad protobuf body from a router is its own problem, not the controller's).
+ */
+import { EventEmitter } from 'node:events';
+import type { Duplex } from 'node:stream';
+import {
+  ChannelContentType,
+  ChannelHeader,
+  ChannelProtocolError,
+  MessageDecoder,
+  asReplyTo,
+  boolValue,
+  encodeMessage,
+  message,
+  readUint64,
+  replyFor,
+  uint64Value,
+  type ChannelMessage,
+  type DecoderLimits,
+} from './message.ts';
+
+/** After the hello: no single message may exceed these (a full data model for a large network fits). */
+export const CHANNEL_LIMITS: DecoderLimits = { maxHeaders: 1 << 20, maxBody: 64 << 20 };
+
+export interface ChannelTimings {
+  /** How often the controller sends its own heartbeat. */
+  heartbeatIntervalMs: number;
+  /** No heartbeat answer (and nothing else received) for this long closes the channel. */
+  unresponsiveMs: number;
+  /** Default wait for a reply. */
+  requestTimeoutMs: number;
+}
+
+export const DEFAULT_TIMINGS: ChannelTimings = { heartbeatIntervalMs: 10_000, unresponsiveMs: 90_000, requestTimeoutMs: 10_000 };
+
+export type MessageHandler = (msg: ChannelMessage, channel: ControlChannel) => void | Promise<void>;
+
+export interface ChannelLog {
+  warn(obj: object, msg: string): void;
+  debug(obj: object, msg: string): void;
+}
+
+interface Waiter {
+  resolve(msg: ChannelMessage): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+export class ChannelClosedError extends Error {
+  override readonly name = 'ChannelClosedError';
+}
+
+export class ControlChannel extends EventEmitter<{ close: [reason: string] }> {
+  private readonly decoder = new MessageDecoder(CHANNEL_LIMITS);
+  private readonly handlers = new Map<number, MessageHandler>();
+  private readonly waiters = new Map<number, Waiter>();
+  private nextSequence = 1;
+  private lastReceivedAt = Date.now();
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private closedReason: string | undefined;
+
+  constructor(
+    private readonly stream: Duplex,
+    private readonly log: ChannelLog,
+    private readonly timings: ChannelTimings = DEFAULT_TIMINGS,
+    /** Bytes already read past the hello. */
+    leftover?: Buffer,
+  ) {
+    super();
+    stream.on('data', (chunk: Buffer) => this.receive(chunk));
+    stream.on('error', (err) => this.close(`connection error: ${err.message}`));
+    stream.on('close', () => this.close('connection closed by peer'));
+    stream.on('end', () => this.close('connection ended by peer'));
+    this.heartbeatTimer = setInterval(() => this.tick(), timings.heartbeatIntervalMs);
+    this.heartbeatTimer.unref();
+    if (leftover && leftover.length > 0) queueMicrotask(() => this.receive(leftover));
+  }
+
+  get closed(): boolean {
+    return this.closedReason !== undefined;
+  }
+
+  /** Handles messages of this content type (replies nobody waits for included). */
+  handle(contentType: number, handler: MessageHandler): this {
+    this.handlers.set(contentType, handler);
+    return this;
+  }
+
+  /** Sends without waiting; returns the sequence used. False writes (closed channel) are dropped. */
+  send(msg: ChannelMessage): number {
+    if (this.closed) return -1;
+    msg.sequence = this.nextSequence++;
+    if (this.nextSequence > 0x7fffffff) this.nextSequence = 1;
+    this.stream.write(encodeMessage(msg));
+    return msg.sequence;
+  }
+
+  /** Sends `msg` as the reply to `request`. */
+  reply(request: ChannelMessage, msg: ChannelMessage): void {
+    this.send(asReplyTo(request, msg));
+  }
+
+  /** A channel result (content type 2) answering `request`. */
+  result(request: ChannelMessage, success: boolean, text = ''): void {
+    this.reply(request, message(ChannelContentType.Result, text, [[ChannelHeader.ResultSuccess, boolValue(success)]]));
+  }
+
+  /** Sends and waits for the reply. */
+  request(msg: ChannelMessage, timeoutMs = this.timings.requestTimeoutMs): Promise<ChannelMessage> {
+    if (this.closed) return Promise.reject(new ChannelClosedError(this.closedReason));
+    return new Promise((resolve, reject) => {
+      const sequence = this.nextSequence;
+      const timer = setTimeout(() => {
+        this.waiters.delete(sequence);
+        reject(new Error(`no reply to content type ${msg.contentType} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      timer.unref();
+      this.waiters.set(sequence, { resolve, reject, timer });
+      this.send(msg);
+    });
+  }
+
+  close(reason: string): void {
+    if (this.closedReason !== undefined) return;
+    this.closedReason = reason;
+    clearInterval(this.heartbeatTimer);
+    for (const [, waiter] of this.waiters) {
+      clearTimeout(waiter.timer);
+      waiter.reject(new ChannelClosedError(reason));
+    }
+    this.waiters.clear();
+    this.stream.destroy();
+    this.emit('close', reason);
+  }
+
+  private receive(chunk: Buffer): void {
+    if (this.closed) return;
+    let messages: ChannelMessage[];
+    try {
+      messages = this.decoder.push(chunk);
+    } catch (err) {
+      const reason = err instanceof ChannelProtocolError ? `protocol error: ${err.message}` : `decode failure: ${(err as Error).message}`;
+      this.log.warn({ reason }, 'closing control channel');
+      this.close(reason);
+      return;
+    }
+    this.lastReceivedAt = Date.now();
+    for (const msg of messages) this.dispatch(msg);
+  }
+
+  private dispatch(msg: ChannelMessage): void {
+    const beat = msg.headers.get(ChannelHeader.Heartbeat);
+    if (beat && readUint64(beat) !== undefined) {
+      // The peer measures our responsiveness by this echo: answer at once, on its own message.
+      this.send(message(ChannelContentType.Heartbeat, Buffer.alloc(0), [[ChannelHeader.HeartbeatResponse, beat]]));
+    }
+    if (msg.contentType === ChannelContentType.Heartbeat) return;
+    if (msg.contentType === ChannelContentType.Ping) {
+      this.result(msg, true);
+      return;
+    }
+    const answers = replyFor(msg);
+    if (answers !== undefined) {
+      const waiter = this.waiters.get(answers);
+      if (waiter) {
+        this.waiters.delete(answers);
+        clearTimeout(waiter.timer);
+        waiter.resolve(msg);
+        return;
+      }
+    }
+    const handler = this.handlers.get(msg.contentType);
+    if (!handler) {
+      this.log.debug({ contentType: msg.contentType }, 'ignoring control message of unhandled content type');
+      return;
+    }
+    const failed = (err: unknown) => this.log.warn({ contentType: msg.contentType, err: (err as Error)?.message }, 'control message handler failed');
+    try {
+      const done = handler(msg, this);
+      if (done) done.catch(failed);
+    } catch (err) {
+      failed(err);
+    }
+  }
+
+  private tick(): void {
+    if (this.closed) return;
+    if (Date.now() - this.lastReceivedAt > this.timings.unresponsiveMs) {
+      this.close(`no message for ${this.timings.unresponsiveMs} ms`);
+      return;
+    }
+    this.send(message(ChannelContentType.Heartbeat, Buffer.alloc(0), [[ChannelHeader.Heartbeat, uint64Value(BigInt(Date.now()) * 1_000_000n)]]));
+  }
+}
