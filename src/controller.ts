@@ -15,7 +15,7 @@ import { buildServer } from './http/server.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
 import { createEntityService, systemClock } from './resources/entity-service.ts';
 import { createIdentityService } from './resources/identities/identity.service.ts';
-import { createAccessService, registerMembershipTables } from './access/access.service.ts';
+import { createAccessService, registerMembershipTables, type AccessService } from './access/access.service.ts';
 import { createAuthenticatorService } from './resources/authenticators/authenticator.service.ts';
 import { identityTypeResource } from './resources/identity-types/identity-type.resource.ts';
 import { createConfigTypeService } from './resources/config-types/config-type.service.ts';
@@ -67,7 +67,10 @@ import { serviceEdgeRouterPolicyResource } from './resources/service-edge-router
 import { createPostureCheckService } from './resources/posture-checks/posture-check.service.ts';
 import { createPostureCheckTypeService } from './resources/posture-check-types/posture-check-type.service.ts';
 import { createDatabaseOps, resetDatabaseOps } from './resources/database/database-ops.ts';
+import { loadOrCreateTokenSeal } from './auth/token-seal.ts';
 import { createFabric, type Fabric } from './fabric/fabric.ts';
+import type { FabricAccess } from './fabric/service-access.ts';
+import { createPostureEvaluator, type PostureEvaluator } from './posture/posture-evaluator.ts';
 import { clearLiveRouters, createLiveRouters } from './fabric/live-routers.ts';
 import { createChangeFeed } from './cluster/change-feed.ts';
 import { sqliteCommitProbe } from './cluster/commit-probe.ts';
@@ -115,11 +118,31 @@ export function controllerPki(config: Config): Promise<ControllerPki> {
 export async function prepareDataDir(db: Db, config: Config): Promise<{ admin: AdminCredentials; pki: ControllerPki }> {
   migrate(db);
   const pki = await controllerPki(config);
+  await loadOrCreateTokenSeal(join(config.dataDir, 'pki'));
   const admin = await bootstrapRecords(db, { username: config.adminUser, password: config.adminPassword });
   controllerInstanceId(db);
   resetDatabaseOps(db);
   clearLiveRouters(db);
   return { admin, pki };
+}
+
+/** The access answers routers' requests get: the REST side's, from the same index and posture evaluator. */
+function fabricAccess(access: AccessService, posture: PostureEvaluator): FabricAccess {
+  return {
+    catchUp: () => access.catchUp(),
+    mayUse(identityId, apiSessionId, serviceId, type) {
+      const perms = access.index.identityServices(identityId).permissions(serviceId);
+      if (type === 'Dial' ? !perms.dial : !perms.bind) return false;
+      try {
+        posture.assertSessionAllowed(identityId, apiSessionId, serviceId, type);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    routerAllowed: (identityId, serviceId, routerId) =>
+      access.index.edgeRouterSet('service', serviceId).has(routerId) && access.index.edgeRouterSet('identity', identityId).has(routerId),
+  };
 }
 
 export async function startController(config: Config, options: StartOptions = {}): Promise<RunningController> {
@@ -146,7 +169,8 @@ export async function startController(config: Config, options: StartOptions = {}
     const authenticators = createAuthenticatorService(db, certificateInspector(), clock);
     const cas = createCaService({ db, signer: pki, issuer: advertisedBaseUrl(config.advertise, config.port), clock });
     const signerTokens = createSignerTokens(db);
-    const apiSessions = createApiSessionService({ db, clock, timeoutMs: config.apiSessionTimeoutMs });
+    const seal = await loadOrCreateTokenSeal(join(config.dataDir, 'pki'));
+    const apiSessions = createApiSessionService({ db, clock, timeoutMs: config.apiSessionTimeoutMs, seal });
     const apiSessionCertificates = createApiSessionCertificateService({ db, pki, apiSessions, clock });
     const mfa = createMfaService(db, clock);
     const auth = createAuthenticationService({
@@ -263,6 +287,10 @@ export async function startController(config: Config, options: StartOptions = {}
     fabric = createFabric({
       db,
       caBundlePem: pki.caBundlePem,
+      signingCertPem: pki.serverCertPem,
+      seal,
+      signer: pki,
+      access: fabricAccess(access, createPostureEvaluator({ db, access, clock })),
       controllerId: instanceId,
       controllerVersion: controllerVersionInfo(startedAt),
       live: liveRouters,

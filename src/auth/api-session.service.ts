@@ -1,6 +1,7 @@
 /**
  * API sessions: issued at authentication, carried as the `zt-session` token, ended by logout, admin
- * delete, idle timeout or identity removal. Only a SHA-256 of each token is stored. Activity (every
+ * delete, idle timeout or identity removal. A SHA-256 of each token is the lookup key; the token itself is
+ * kept only sealed, for routers (token-seal.ts). Activity (every
  * authenticated request) is marked in memory and flushed in batches, so a busy client costs no write per
  * request; expiry checks use the newer of the stored and in-memory times.
  */
@@ -10,6 +11,7 @@ import { prepare } from '../store/entity-table.ts';
 import { withTransaction, type Tx } from '../store/transaction.ts';
 import { newCuid, newToken } from '../ids.ts';
 import type { Clock } from '../resources/entity-service.ts';
+import type { TokenSeal } from './token-seal.ts';
 
 export interface ApiSessionRecord {
   id: string;
@@ -73,6 +75,8 @@ export interface ApiSessionServiceOptions {
   timeoutMs: number;
   /** How often in-memory activity marks are written and idle sessions removed. */
   maintenanceIntervalMs?: number;
+  /** Seals each new token for routers (src/auth/token-seal.ts); without it no token is kept. */
+  seal?: TokenSeal;
 }
 
 /** Ends every API session of an identity (their certificates and sessions go with them), inside `tx`. */
@@ -108,13 +112,14 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
     };
     prepare(
       tx.db,
-      `INSERT INTO api_sessions (id, token_hash, identity_id, authenticator_id, ip_address, config_types, is_mfa_required,
+      `INSERT INTO api_sessions (id, token_hash, sealed_token, identity_id, authenticator_id, ip_address, config_types, is_mfa_required,
         is_mfa_complete, is_cert_extendable, improper_client_cert_chain, is_cert_extend_requested, is_cert_key_roll_requested,
         last_activity_at, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       record.id,
       record.tokenHash,
+      opts.seal ? opts.seal.seal(token, record.id) : null,
       record.identityId,
       record.authenticatorId,
       record.ipAddress,

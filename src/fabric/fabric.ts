@@ -6,7 +6,27 @@
  *
  * A router's connection belongs to the process that accepted it (src/fabric/README.md).
  */
+import { randomUUID } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
+import type { TokenSeal } from '../auth/token-seal.ts';
+import { certificateDer, parsePemBundle } from '../pki/pem.ts';
+import {
+  apiSessionFullState,
+  apiSessionsAdded,
+  apiSessionsRemoved,
+  dataState,
+  publicKeyEvents,
+  readClientHello,
+  serverHello,
+  sessionsRemoved,
+  syntheticChangeSet,
+} from './edge-sync.ts';
+import { decode } from './proto/index.ts';
+import { EdgeContentType } from './proto/edge-ctrl.ts';
+import { createEdgeRequests } from './edge-requests.ts';
+import { createServiceAccessCheck, type FabricAccess } from './service-access.ts';
+import type { JwtSigningKey } from '../pki/enrollment-jwt.ts';
+import { createSessionEventReader, readRouterApiSessions } from './store-events.ts';
 import type { Db } from '../store/database.ts';
 import { prepare } from '../store/entity-table.ts';
 import { versionedValue } from '../store/table-versions.ts';
@@ -26,6 +46,16 @@ export interface FabricOptions {
   db: Db;
   /** PEM bundle of this network's CA (intermediate and root): what router certificates chain to. */
   caBundlePem: string;
+  /** PEM of the certificate whose key signs session JWTs (routers verify them with it). */
+  signingCertPem: string;
+  /** Opens the sealed API session tokens routers verify SDKs against. */
+  seal: TokenSeal;
+  /** How often store changes (API sessions, service sessions) are looked for while routers are connected. */
+  pollIntervalMs?: number;
+  /** The key that signs session JWTs (routers' requests carry them back). */
+  signer: JwtSigningKey;
+  /** Policy and posture answers, from the same access index the REST side uses. */
+  access: FabricAccess;
   controllerId: string;
   controllerVersion: VersionInfo;
   /** The live router rows this process writes (owned by its change-feed origin). */
@@ -47,6 +77,8 @@ export interface RouterSession {
   fingerprint: string;
   versionInfo: VersionInfo;
   connectedAt: Date;
+  /** An edge router that has its API sessions: it gets every later change. */
+  synced: boolean;
 }
 
 /** Content types a router sends that only need a successful result here. */
@@ -105,16 +137,111 @@ export function createFabric(options: FabricOptions) {
       fingerprint: router.certificate.fingerprint,
       versionInfo: router.hello.versionInfo,
       connectedAt: new Date(),
+      synced: false,
     };
     sessions.set(session.routerId, session);
     live.connected(session.routerId, session.connectionId, session.connectedAt, session.versionInfo, []);
     for (const contentType of Object.values(ACKNOWLEDGED)) router.channel.handle(contentType, (msg, ch) => ch.result(msg, true));
+    if (session.isEdge) edgeRequests.attach(session);
+    if (session.isEdge) startEdgeSync(session).catch((err: Error) => log.warn({ routerId: session.routerId, err: err.message }, 'edge sync failed'));
     router.channel.once('close', (reason) => {
       live.disconnected(session.routerId, session.connectionId);
-      if (sessions.get(session.routerId) === session) sessions.delete(session.routerId);
+      if (sessions.get(session.routerId) === session) {
+        // Not replaced by a newer connection: what the router held goes with it.
+        sessions.delete(session.routerId);
+        edgeRequests.routerGone(session.routerId);
+      }
       log.info({ routerId: session.routerId, connectionId: session.connectionId, reason }, 'router disconnected');
     });
   }
+
+  const edgeRequests = createEdgeRequests({
+    db,
+    access: createServiceAccessCheck({ db, signer: options.signer, access: options.access }),
+    controllerId: options.controllerId,
+    routerChannel: (routerId) => sessions.get(routerId)?.channel,
+    log,
+  });
+
+  // ---- edge routers: hello, API sessions, data model ------------------------------------------------------------
+
+  const signingCertDer = certificateDer(options.signingCertPem);
+  const caCertDers = parsePemBundle(options.caBundlePem).map(certificateDer);
+  const publicKeys = publicKeyEvents(signingCertDer, caCertDers);
+  /** The model routers get (only the signing keys yet): one timeline per database, a fixed index. */
+  const timelineId = options.controllerId;
+  const modelIndex = 1n;
+  /** Tokens of the API sessions this process told routers about, by id (a removal names the token). */
+  const pushedTokens = new Map<string, string>();
+  const sessionEvents = createSessionEventReader(db);
+
+  function routerApiSessions(ids?: readonly string[]) {
+    const list = readRouterApiSessions(db, options.seal, ids);
+    for (const s of list) pushedTokens.set(s.id, s.token);
+    return list;
+  }
+
+  function sendFullApiSessionState(session: RouterSession): void {
+    for (const msg of apiSessionFullState(routerApiSessions(), randomUUID())) session.channel.send(msg);
+  }
+
+  async function startEdgeSync(session: RouterSession): Promise<void> {
+    const { channel } = session;
+    channel.handle(EdgeContentType.SubscribeToDataModelRequest, (msg) => {
+      const request = decode('edge.SubscribeToDataModelRequest', msg.body);
+      const current = request.renew && request.timelineId === timelineId && request.currentIndex === modelIndex;
+      if (!current) channel.send(dataState(publicKeys, modelIndex, timelineId, request.subscriptionId));
+    });
+    channel.handle(EdgeContentType.RequestClientReSync, () => sendFullApiSessionState(session));
+    live.syncStatus(session.routerId, session.connectionId, 'SYNC_HELLO');
+    let description;
+    try {
+      description = readClientHello(await channel.request(serverHello(options.controllerVersion), 30_000));
+    } catch (err) {
+      if (channel.closed) return;
+      log.warn({ routerId: session.routerId, err: (err as Error).message }, 'edge router did not describe itself');
+      live.syncStatus(session.routerId, session.connectionId, 'SYNC_ERROR');
+      return;
+    }
+    if (channel.closed) return;
+    live.described(session.routerId, session.connectionId, description.hostname, description.supportedProtocols);
+    sendFullApiSessionState(session);
+    if (description.dataModel.supported) channel.send(syntheticChangeSet(publicKeys));
+    session.synced = true;
+    live.syncStatus(session.routerId, session.connectionId, 'SYNC_DONE');
+  }
+
+  /** Tells synced edge routers what changed in the store since the last look. */
+  function pushSessionChanges(): void {
+    if (sessions.size === 0) return;
+    const events = sessionEvents.poll();
+    const targets = [...sessions.values()].filter((s) => s.synced && !s.channel.closed);
+    if (events.missed) {
+      for (const target of targets) sendFullApiSessionState(target);
+      return;
+    }
+    const messages = [];
+    if (events.apiSessionsAdded.length > 0) {
+      const added = routerApiSessions(events.apiSessionsAdded);
+      if (added.length > 0) messages.push(apiSessionsAdded(added));
+    }
+    const removed = events.apiSessionsRemoved.flatMap((id) => {
+      const token = pushedTokens.get(id);
+      pushedTokens.delete(id);
+      return token === undefined ? [] : [{ id, token }];
+    });
+    if (removed.length > 0) messages.push(apiSessionsRemoved(removed));
+    if (events.sessionsRemoved.length > 0) messages.push(sessionsRemoved(events.sessionsRemoved));
+    for (const target of targets) for (const msg of messages) target.channel.send(msg);
+  }
+  const pollTimer = setInterval(() => {
+    try {
+      pushSessionChanges();
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'could not push session changes to routers');
+    }
+  }, options.pollIntervalMs ?? 100);
+  pollTimer.unref();
 
   /** Closes the channels of routers deleted, disabled or re-enrolled since they connected. */
   function checkStoredRouters(): void {
@@ -138,9 +265,12 @@ export function createFabric(options: FabricOptions) {
     live,
     /** The routers connected to this process. */
     sessions: (): ReadonlyMap<string, RouterSession> => sessions,
+    /** Circuits routed by this process. */
+    circuits: () => edgeRequests.circuits(),
     /** Ends every router connection (controller stop); the routers reconnect to the next start. */
     close(): void {
       clearInterval(checkTimer);
+      clearInterval(pollTimer);
       listener.close();
     },
   };

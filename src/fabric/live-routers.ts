@@ -53,14 +53,23 @@ function liveOf(row: Row): LiveRouter {
   };
 }
 
-/** Forgets every connection: at controller start, when none can exist. */
+/** SDK terminators routers created: they live as long as the router's connection (it re-creates them). */
+const ROUTER_TERMINATORS = "binding = 'edge' AND is_system = 1";
+
+/** Forgets every connection and the terminators routers made over them: at controller start, when none can exist. */
 export function clearLiveRouters(db: Db): void {
-  prepare(db, 'DELETE FROM router_connections').run();
+  db.transaction(() => {
+    prepare(db, `DELETE FROM terminators WHERE ${ROUTER_TERMINATORS}`).run();
+    prepare(db, 'DELETE FROM router_connections').run();
+  }).immediate();
 }
 
-/** Forgets the connections a dead process held. */
+/** Forgets the connections a dead process held, and their routers' terminators. */
 export function clearLiveRoutersOf(db: Db, owner: string): void {
-  prepare(db, 'DELETE FROM router_connections WHERE owner = ?').run(owner);
+  db.transaction(() => {
+    prepare(db, `DELETE FROM terminators WHERE ${ROUTER_TERMINATORS} AND router_id IN (SELECT router_id FROM router_connections WHERE owner = ?)`).run(owner);
+    prepare(db, 'DELETE FROM router_connections WHERE owner = ?').run(owner);
+  }).immediate();
 }
 
 export function createLiveRouters(db: Db, owner: string) {

@@ -17,6 +17,8 @@ export const PKI_FILES = {
   intermediateKey: 'intermediate-ca.key.pem',
   serverCert: 'server.cert.pem',
   serverKey: 'server.key.pem',
+  /** The key that seals API session tokens for routers (base64 of 32 random bytes). */
+  sessionSealKey: 'api-session-seal.key',
 } as const;
 
 export type PkiFile = keyof typeof PKI_FILES;

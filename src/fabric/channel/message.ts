@@ -290,3 +290,32 @@ export function readStringMap(value: Buffer | undefined): Record<string, string>
   }
   return out;
 }
+
+/** A byte map (peer data): uint32 count, then per entry uint32 key, uint32 value length, value. */
+export function byteMapValue(map: ReadonlyMap<number, Uint8Array>): Buffer {
+  checkListSize(map.size, 'byte map');
+  const parts: Buffer[] = [uint32Value(map.size)];
+  for (const [k, v] of map) {
+    if (v.length > MAX_LIST_ITEM) throw new ChannelProtocolError(`byte map value of ${v.length} bytes exceeds ${MAX_LIST_ITEM}`);
+    parts.push(uint32Value(k), uint32Value(v.length), Buffer.from(v));
+  }
+  return Buffer.concat(parts);
+}
+
+export function readByteMap(value: Buffer | undefined): Map<number, Buffer> | undefined {
+  if (!value) return undefined;
+  if (value.length < 4) throw new ChannelProtocolError('truncated byte map');
+  const count = value.readUInt32LE(0);
+  checkListSize(count, 'byte map');
+  const out = new Map<number, Buffer>();
+  let at = 4;
+  for (let i = 0; i < count; i++) {
+    if (value.length - at < 8) throw new ChannelProtocolError('truncated byte map');
+    const key = value.readUInt32LE(at);
+    const length = value.readUInt32LE(at + 4);
+    if (length > value.length - at - 8) throw new ChannelProtocolError('byte map entry overruns its header');
+    out.set(key, Buffer.from(value.subarray(at + 8, at + 8 + length)));
+    at += 8 + length;
+  }
+  return out;
+}

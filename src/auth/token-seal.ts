@@ -1,0 +1,55 @@
+/**
+ * Sealing of API session tokens: routers verify an SDK's connection against the token itself, so the
+ * controller must be able to hand every live token to a router that connects later, yet the store keeps no
+ * token in clear. A token is sealed with AES-256-GCM (random 96-bit nonce; the session id as additional
+ * data, so a sealed token copied to another row does not open) under a key kept in the PKI directory (0600),
+ * apart from the database. A database copy without the key reveals no token.
+ */
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { ensurePkiDirectory, readPkiFile, writePkiFiles } from '../pki/pki-files.ts';
+
+const KEY_BYTES = 32;
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+
+export interface TokenSeal {
+  seal(token: string, sessionId: string): string;
+  /** The token, or undefined when the sealed text is damaged or was sealed for another session or key. */
+  open(sealed: string, sessionId: string): string | undefined;
+}
+
+export function tokenSeal(key: Buffer): TokenSeal {
+  if (key.length !== KEY_BYTES) throw new Error('the session seal key must be 32 bytes');
+  return {
+    seal(token, sessionId) {
+      const nonce = randomBytes(NONCE_BYTES);
+      const cipher = createCipheriv('aes-256-gcm', key, nonce);
+      cipher.setAAD(Buffer.from(sessionId, 'utf8'));
+      const body = Buffer.concat([cipher.update(token, 'utf8'), cipher.final()]);
+      return Buffer.concat([nonce, body, cipher.getAuthTag()]).toString('base64url');
+    },
+    open(sealed, sessionId) {
+      const bytes = Buffer.from(sealed, 'base64url');
+      if (bytes.length < NONCE_BYTES + TAG_BYTES) return undefined;
+      try {
+        const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, NONCE_BYTES));
+        decipher.setAAD(Buffer.from(sessionId, 'utf8'));
+        decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
+        return Buffer.concat([decipher.update(bytes.subarray(NONCE_BYTES, bytes.length - TAG_BYTES)), decipher.final()]).toString('utf8');
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
+
+/** The seal of this data dir's PKI directory; the key is made at first use. */
+export async function loadOrCreateTokenSeal(pkiDir: string): Promise<TokenSeal> {
+  await ensurePkiDirectory(pkiDir);
+  let text = await readPkiFile(pkiDir, 'sessionSealKey');
+  if (text === undefined) {
+    text = randomBytes(KEY_BYTES).toString('base64');
+    await writePkiFiles(pkiDir, { sessionSealKey: text });
+  }
+  return tokenSeal(Buffer.from(text.trim(), 'base64'));
+}

@@ -1,0 +1,396 @@
+/**
+ * What edge routers ask of the controller for their SDKs: terminators (an SDK hosts a service) and circuits
+ * (an SDK dials one), and the faults that end circuits.
+ *
+ * Terminators are stored (REST lists them) and belong to the router that created them: they go when it
+ * removes them, when it disconnects, and at controller start (routers re-create theirs when they reconnect).
+ * Circuits are process state: routed by this process over the routers it holds. A path is one router here
+ * (the dialer's and the host's router are the same); routes across links come with the mesh.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Db } from '../store/database.ts';
+import { prepare } from '../store/entity-table.ts';
+import { withTransaction } from '../store/transaction.ts';
+import type { ControlChannel } from './channel/connection.ts';
+import {
+  ChannelHeader,
+  byteMapValue,
+  message,
+  readByteMap,
+  readString,
+  readStringList,
+  stringMapValue,
+  stringValue,
+  uint32Value,
+  type ChannelMessage,
+} from './channel/message.ts';
+import { decode, encode } from './proto/index.ts';
+import { CtrlContentType, DestType, FaultSubject } from './proto/ctrl.ts';
+import { CreateTerminatorResult, EdgeContentType } from './proto/edge-ctrl.ts';
+import { CreateCircuitV2RequestHeader, CreateCircuitV2ResponseHeader, EdgeErrorHeader, PeerDataKey, RouteResultHeader } from './proto/header-messages.ts';
+import { AccessRefused, EdgeErrorCode, type ServiceAccessCheck } from './service-access.ts';
+
+export interface EdgeRequestLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  debug(obj: object, msg: string): void;
+}
+
+/** What the handlers need of the router a request came from. */
+export interface RequestingRouter {
+  routerId: string;
+  channel: ControlChannel;
+}
+
+export interface Circuit {
+  id: string;
+  serviceId: string;
+  identityId: string;
+  apiSessionId: string;
+  sessionId: string;
+  terminatorId: string;
+  /** Routers of the path, ingress first. */
+  path: string[];
+  ingressId: string;
+  egressId: string;
+  createdAt: Date;
+}
+
+const PRECEDENCE = ['default', 'required', 'failed'] as const;
+const MAX_COST = 65535;
+const ROUTE_TIMEOUT_MS = 10_000;
+const CIRCUIT_ATTEMPTS = 3;
+/** Peer-data keys that describe one side's addresses: never handed to the other side. */
+const LOCAL_PEER_DATA = new Set([1110, 1111, 1112, 1113]);
+/** RouteResult headers that are not peer data. */
+const ROUTE_RESULT_OWN = new Set<number>([
+  ChannelHeader.ReplyFor,
+  ChannelHeader.Heartbeat,
+  ChannelHeader.HeartbeatResponse,
+  RouteResultHeader.Attempt,
+  RouteResultHeader.Success,
+  RouteResultHeader.Error,
+  RouteResultHeader.ErrorCode,
+]);
+
+interface TerminatorRow {
+  id: string;
+  router_id: string;
+  address: string;
+  cost: number;
+  precedence: string;
+  host_id: string;
+  peer_data: string;
+}
+
+function newId(): string {
+  return randomBytes(12).toString('base64url');
+}
+
+function peerDataJson(map: ReadonlyMap<number, Uint8Array>): string {
+  const out: Record<string, string> = {};
+  for (const [k, v] of map) out[String(k)] = Buffer.from(v).toString('base64');
+  return JSON.stringify(out);
+}
+
+function peerDataOf(json: string): Map<number, Buffer> {
+  const out = new Map<number, Buffer>();
+  for (const [k, v] of Object.entries(JSON.parse(json) as Record<string, string>)) out.set(Number(k), Buffer.from(v, 'base64'));
+  return out;
+}
+
+/** Picks the terminator a dial goes to: `required` before `default`, never `failed`; the cheapest; at random among equals. */
+export function pickTerminator<T extends { cost: number; precedence: string }>(candidates: readonly T[], random: () => number = Math.random): T | undefined {
+  const usable = candidates.filter((t) => t.precedence !== 'failed');
+  if (usable.length === 0) return undefined;
+  const required = usable.filter((t) => t.precedence === 'required');
+  const pool = required.length > 0 ? required : usable;
+  const least = Math.min(...pool.map((t) => t.cost));
+  const best = pool.filter((t) => t.cost === least);
+  return best[Math.floor(random() * best.length)];
+}
+
+export interface EdgeRequestOptions {
+  db: Db;
+  access: ServiceAccessCheck;
+  controllerId: string;
+  /** The channel of a router held by this process. */
+  routerChannel(routerId: string): ControlChannel | undefined;
+  log: EdgeRequestLog;
+  now?: () => Date;
+}
+
+export function createEdgeRequests(options: EdgeRequestOptions) {
+  const { db, log } = options;
+  const now = options.now ?? (() => new Date());
+  const circuits = new Map<string, Circuit>();
+
+  // ---- terminators --------------------------------------------------------------------------------------------
+
+  function terminatorResponse(request: ChannelMessage, terminatorId: string, result: number, msg = '', errorCode = 0, retryHint = 0): ChannelMessage {
+    const body = encode('edge.CreateTerminatorV2Response', { terminatorId, result: result as CreateTerminatorResult, msg, errorCode, retryHint });
+    const reply = message(EdgeContentType.CreateTerminatorV2Response, body);
+    reply.headers.set(ChannelHeader.ReplyFor, Buffer.from(Int32Array.of(request.sequence).buffer));
+    return reply;
+  }
+
+  async function createTerminator(router: RequestingRouter, msg: ChannelMessage): Promise<void> {
+    const request = decode('edge.CreateTerminatorV2Request', msg.body);
+    const terminatorId = request.address;
+    const answer = (result: number, text = '', code = 0, hint = 0): void => {
+      router.channel.send(terminatorResponse(msg, terminatorId, result, text, code, hint));
+    };
+    if (!terminatorId) return answer(CreateTerminatorResult.FailedOther, 'terminator id is required', EdgeErrorCode.InvalidTerminator, 3);
+    let granted;
+    try {
+      granted = await options.access.check(router.routerId, request.apiSessionToken, request.sessionToken, 'Bind');
+    } catch (err) {
+      if (!(err instanceof AccessRefused)) throw err;
+      log.info({ routerId: router.routerId, terminatorId, reason: err.message }, 'terminator refused');
+      return answer(CreateTerminatorResult.FailedInvalidSession, err.message, err.code, 3);
+    }
+    if (request.cost > MAX_COST) return answer(CreateTerminatorResult.FailedOther, `cost ${request.cost} exceeds ${MAX_COST}`, EdgeErrorCode.InvalidTerminator, 3);
+    const at = now().toISOString();
+    const precedence = PRECEDENCE[request.precedence] ?? 'default';
+    const stored = withTransaction(db, (tx) => {
+      const existing = prepare(tx.db, 'SELECT router_id, service_id, host_id FROM terminators WHERE id = ?').get(terminatorId) as
+        | { router_id: string; service_id: string; host_id: string }
+        | undefined;
+      if (existing) {
+        // A router re-sends its terminators after it reconnects: the same one again is accepted as it is.
+        return existing.router_id === router.routerId && existing.service_id === granted.serviceId && existing.host_id === granted.identityId;
+      }
+      prepare(
+        tx.db,
+        `INSERT INTO terminators (id, service_id, router_id, binding, address, instance_id, instance_secret, cost, precedence, host_id,
+           peer_data, source_ctrl, created_at, updated_at, is_system)
+         VALUES (?, ?, ?, 'edge', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+      ).run(
+        terminatorId,
+        granted.serviceId,
+        router.routerId,
+        terminatorId,
+        request.instanceId,
+        request.instanceSecret.length > 0 ? Buffer.from(request.instanceSecret).toString('base64') : null,
+        request.cost,
+        precedence,
+        granted.identityId,
+        peerDataJson(request.peerData),
+        options.controllerId,
+        at,
+        at,
+      );
+      return true;
+    });
+    if (!stored) return answer(CreateTerminatorResult.FailedIdConflict, `terminator ${terminatorId} exists for another router, service or host`, EdgeErrorCode.InvalidTerminator, 2);
+    log.debug({ routerId: router.routerId, terminatorId, serviceId: granted.serviceId }, 'terminator created');
+    answer(CreateTerminatorResult.Success);
+  }
+
+  function removeTerminators(router: RequestingRouter, msg: ChannelMessage): void {
+    const { terminatorIds } = decode('ctrl.RemoveTerminatorsRequest', msg.body);
+    withTransaction(db, (tx) => {
+      for (const id of terminatorIds) prepare(tx.db, 'DELETE FROM terminators WHERE id = ? AND router_id = ?').run(id, router.routerId);
+    });
+    router.channel.result(msg, true);
+  }
+
+  function removeEdgeTerminator(router: RequestingRouter, msg: ChannelMessage): void {
+    const { terminatorId } = decode('edge.RemoveTerminatorRequest', msg.body);
+    prepare(db, 'DELETE FROM terminators WHERE id = ? AND router_id = ?').run(terminatorId, router.routerId);
+    router.channel.result(msg, true);
+  }
+
+  function updateTerminator(router: RequestingRouter, msg: ChannelMessage): void {
+    const request = decode('edge.UpdateTerminatorRequest', msg.body);
+    const sets: string[] = [];
+    const params: unknown[] = [];
+    if (request.updateCost && request.cost <= MAX_COST) {
+      sets.push('cost = ?');
+      params.push(request.cost);
+    }
+    if (request.updatePrecedence) {
+      sets.push('precedence = ?');
+      params.push(PRECEDENCE[request.precedence] ?? 'default');
+    }
+    if (sets.length > 0) {
+      prepare(db, `UPDATE terminators SET ${sets.join(', ')}, updated_at = ? WHERE id = ? AND router_id = ?`).run(...params, now().toISOString(), request.terminatorId, router.routerId);
+    }
+    router.channel.result(msg, true);
+  }
+
+  /** A router went away: its SDK terminators and the circuits through it go with it. */
+  function routerGone(routerId: string): void {
+    prepare(db, "DELETE FROM terminators WHERE router_id = ? AND binding = 'edge' AND is_system = 1").run(routerId);
+    for (const circuit of circuits.values()) if (circuit.path.includes(routerId)) endCircuit(circuit, `router ${routerId} disconnected`);
+  }
+
+  // ---- circuits -----------------------------------------------------------------------------------------------
+
+  function circuitError(request: ChannelMessage, code: number, text: string, circuitId?: string): ChannelMessage {
+    const reply = message(EdgeContentType.Error, text, [[EdgeErrorHeader.ErrorCode, uint32Value(code)]]);
+    if (circuitId) reply.headers.set(EdgeErrorHeader.CircuitId, stringValue(circuitId));
+    reply.headers.set(ChannelHeader.ReplyFor, Buffer.from(Int32Array.of(request.sequence).buffer));
+    return reply;
+  }
+
+  async function createCircuit(router: RequestingRouter, msg: ChannelMessage): Promise<void> {
+    const started = Date.now();
+    const sessionToken = readString(msg.headers.get(CreateCircuitV2RequestHeader.SessionToken));
+    const apiSessionToken = readString(msg.headers.get(CreateCircuitV2RequestHeader.ApiSessionToken)) ?? '';
+    const instanceId = readString(msg.headers.get(CreateCircuitV2RequestHeader.TerminatorInstanceId)) ?? '';
+    const peerData = readByteMap(msg.headers.get(CreateCircuitV2RequestHeader.PeerData)) ?? new Map<number, Buffer>();
+    readStringList(msg.headers.get(CreateCircuitV2RequestHeader.Fingerprints));
+    const fail = (code: number, text: string, circuitId?: string): void => {
+      log.info({ routerId: router.routerId, reason: text }, 'circuit refused');
+      router.channel.send(circuitError(msg, code, text, circuitId));
+    };
+    if (!sessionToken) return fail(EdgeErrorCode.InvalidSession, 'no session token');
+    let granted;
+    try {
+      granted = await options.access.check(router.routerId, apiSessionToken, sessionToken, 'Dial');
+    } catch (err) {
+      if (err instanceof AccessRefused) return fail(err.code, err.message);
+      throw err;
+    }
+    if (granted.encryptionRequired && !peerData.has(PeerDataKey.PublicKey)) {
+      return fail(EdgeErrorCode.EncryptionDataMissing, 'encryption required on service, initiator did not send public key');
+    }
+
+    const tried = new Set<string>();
+    const circuitId = newId();
+    for (let attempt = 0; attempt < CIRCUIT_ATTEMPTS; attempt++) {
+      const candidates = (
+        prepare(
+          db,
+          `SELECT id, router_id, address, cost, precedence, host_id, peer_data FROM terminators
+           WHERE service_id = ? AND router_id = ? AND (? = '' OR instance_id = ?)`,
+        ).all(granted.serviceId, router.routerId, instanceId, instanceId) as TerminatorRow[]
+      ).filter((t) => !tried.has(t.id));
+      const terminator = pickTerminator(candidates);
+      if (!terminator) {
+        return fail(EdgeErrorCode.InvalidTerminator, tried.size > 0 ? `no terminator of service ${granted.serviceId} answered` : `service ${granted.serviceId} has no terminators reachable through this router`, circuitId);
+      }
+      tried.add(terminator.id);
+      const ingressId = newId();
+      const egressId = newId();
+      const route = encode('ctrl.Route', {
+        circuitId,
+        attempt,
+        timeout: BigInt(ROUTE_TIMEOUT_MS) * 1_000_000n,
+        forwards: [
+          { srcAddress: ingressId, dstAddress: egressId, dstType: DestType.End },
+          { srcAddress: egressId, dstAddress: ingressId, dstType: DestType.Start },
+        ],
+        egress: { binding: 'edge', address: egressId, destination: terminator.address, peerData },
+        tags: { serviceId: granted.serviceId, clientId: granted.identityId, hostId: terminator.host_id },
+      });
+      let result: ChannelMessage;
+      try {
+        result = await router.channel.request(message(CtrlContentType.Route, route), ROUTE_TIMEOUT_MS);
+      } catch (err) {
+        log.warn({ circuitId, routerId: router.routerId, err: (err as Error).message }, 'route failed');
+        if (router.channel.closed) return;
+        router.channel.send(message(CtrlContentType.Unroute, encode('ctrl.Unroute', { circuitId, now: true })));
+        continue;
+      }
+      if (!result.headers.has(RouteResultHeader.Success)) {
+        const reason = readString(result.headers.get(RouteResultHeader.Error)) ?? 'route refused';
+        const code = result.headers.get(RouteResultHeader.ErrorCode)?.[0] ?? 0;
+        log.info({ circuitId, terminatorId: terminator.id, reason, code }, 'egress could not dial the terminator');
+        // Code 1: the router does not know the terminator (its host went away): forget it.
+        if (code === 1) prepare(db, "DELETE FROM terminators WHERE id = ? AND binding = 'edge'").run(terminator.id);
+        continue;
+      }
+      const circuit: Circuit = {
+        id: circuitId,
+        serviceId: granted.serviceId,
+        identityId: granted.identityId,
+        apiSessionId: granted.apiSessionId,
+        sessionId: granted.sessionId,
+        terminatorId: terminator.id,
+        path: [router.routerId],
+        ingressId,
+        egressId,
+        createdAt: now(),
+      };
+      circuits.set(circuitId, circuit);
+      const answerPeerData = peerDataOf(terminator.peer_data);
+      for (const [key, value] of result.headers) if (!ROUTE_RESULT_OWN.has(key) && key > ChannelHeader.IsFirstGroupConnection) answerPeerData.set(key, value);
+      for (const key of LOCAL_PEER_DATA) answerPeerData.delete(key);
+      const tags = { serviceId: granted.serviceId, clientId: granted.identityId, hostId: terminator.host_id };
+      const reply = message(EdgeContentType.CreateCircuitV2Response, Buffer.alloc(0), [
+        [CreateCircuitV2ResponseHeader.CircuitId, stringValue(circuitId)],
+        [CreateCircuitV2ResponseHeader.Address, stringValue(ingressId)],
+        [CreateCircuitV2ResponseHeader.PeerData, byteMapValue(answerPeerData)],
+        [CreateCircuitV2ResponseHeader.Tags, stringMapValue(tags)],
+      ]);
+      reply.headers.set(ChannelHeader.ReplyFor, Buffer.from(Int32Array.of(msg.sequence).buffer));
+      router.channel.send(reply);
+      log.debug({ circuitId, serviceId: granted.serviceId, ms: Date.now() - started }, 'circuit created');
+      return;
+    }
+    fail(EdgeErrorCode.InvalidTerminator, `no terminator of service ${granted.serviceId} answered`, circuitId);
+  }
+
+  function endCircuit(circuit: Circuit, reason: string, except?: string): void {
+    circuits.delete(circuit.id);
+    for (const routerId of circuit.path) {
+      if (routerId === except) continue;
+      options.routerChannel(routerId)?.send(message(CtrlContentType.Unroute, encode('ctrl.Unroute', { circuitId: circuit.id, now: true })));
+    }
+    log.debug({ circuitId: circuit.id, reason }, 'circuit ended');
+  }
+
+  function fault(router: RequestingRouter, msg: ChannelMessage): void {
+    const f = decode('ctrl.Fault', msg.body);
+    if (f.subject === FaultSubject.IngressFault || f.subject === FaultSubject.EgressFault) {
+      const circuit = circuits.get(f.id);
+      if (circuit) endCircuit(circuit, f.subject === FaultSubject.IngressFault ? 'ingress closed' : 'egress closed', router.routerId);
+    } else if (f.subject === FaultSubject.ForwardFault || f.subject === FaultSubject.UnknownOwnerForwardFault) {
+      for (const id of f.id.split(' ').filter(Boolean)) {
+        const circuit = circuits.get(id);
+        if (circuit) endCircuit(circuit, 'forwarding entry lost');
+        else router.channel.send(message(CtrlContentType.Unroute, encode('ctrl.Unroute', { circuitId: id, now: true })));
+      }
+    }
+  }
+
+  /** Routers list circuits idle for a while: any this controller does not know is removed from them. */
+  function confirmCircuits(router: RequestingRouter, msg: ChannelMessage): void {
+    const { circuitIds } = decode('ctrl.CircuitConfirmation', msg.body);
+    for (const id of circuitIds) {
+      if (!circuits.has(id)) router.channel.send(message(CtrlContentType.Unroute, encode('ctrl.Unroute', { circuitId: id, now: true })));
+    }
+  }
+
+  /** A route result nobody waits for (a late one): the circuit it names is unknown, so the router drops it. */
+  function strayRouteResult(router: RequestingRouter, msg: ChannelMessage): void {
+    const circuitId = msg.body.toString('utf8');
+    if (circuitId && !circuits.has(circuitId)) {
+      router.channel.send(message(CtrlContentType.Unroute, encode('ctrl.Unroute', { circuitId, now: true })));
+    }
+  }
+
+  /** Registers the handlers on an edge router's channel. */
+  function attach(router: RequestingRouter): void {
+    const { channel } = router;
+    channel.handle(EdgeContentType.CreateTerminatorV2Request, (msg) => createTerminator(router, msg));
+    channel.handle(CtrlContentType.RemoveTerminatorsRequest, (msg) => removeTerminators(router, msg));
+    channel.handle(EdgeContentType.RemoveTerminatorRequest, (msg) => removeEdgeTerminator(router, msg));
+    channel.handle(EdgeContentType.UpdateTerminatorRequest, (msg) => updateTerminator(router, msg));
+    channel.handle(EdgeContentType.CreateCircuitV2Request, (msg) => createCircuit(router, msg));
+    channel.handle(CtrlContentType.Fault, (msg) => fault(router, msg));
+    channel.handle(CtrlContentType.CircuitConfirmation, (msg) => confirmCircuits(router, msg));
+    channel.handle(CtrlContentType.RouteResult, (msg) => strayRouteResult(router, msg));
+  }
+
+  /** Ends circuits and terminators that an identity or API session may no longer have. */
+  function endCircuitsWhere(predicate: (c: Circuit) => boolean, reason: string): void {
+    for (const circuit of [...circuits.values()]) if (predicate(circuit)) endCircuit(circuit, reason);
+  }
+
+  return { attach, routerGone, circuits: (): ReadonlyMap<string, Circuit> => circuits, endCircuitsWhere };
+}
+
+export type EdgeRequests = ReturnType<typeof createEdgeRequests>;

@@ -1,0 +1,95 @@
+/**
+ * The controller's decision on a router's request to host (bind) or reach (dial) a service for an SDK: the
+ * API session token must name a live API session, the session JWT must be one this controller signed for
+ * that API session and of the right type, its session record must still exist, and the identity must still
+ * hold the permission, pass the posture checks and be allowed on this router for the service — the same
+ * answers the REST side gives, from the same access index. Refusals carry the edge error code routers pass
+ * to SDKs.
+ */
+import { hashToken } from '../auth/api-session.service.ts';
+import { verifyJwt, type JwtSigningKey } from '../pki/enrollment-jwt.ts';
+import type { Db } from '../store/database.ts';
+import { prepare } from '../store/entity-table.ts';
+
+/** Edge error codes SDKs understand. */
+export const EdgeErrorCode = {
+  Internal: 1,
+  InvalidApiSession: 2,
+  InvalidSession: 3,
+  WrongSessionType: 4,
+  InvalidEdgeRouterForSession: 5,
+  InvalidService: 6,
+  InvalidTerminator: 8,
+  EncryptionDataMissing: 11,
+} as const;
+
+export class AccessRefused extends Error {
+  override readonly name = 'AccessRefused';
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** What the fabric asks the access side; built by the controller from its access index and posture service. */
+export interface FabricAccess {
+  /** Brings in-memory access state up to date with the store (other processes' writes). */
+  catchUp(): void;
+  /** Whether the identity may dial or bind the service now (service policies and posture checks). */
+  mayUse(identityId: string, apiSessionId: string, serviceId: string, type: 'Dial' | 'Bind'): boolean;
+  /** Whether edge router policies and service edge router policies put this router between them. */
+  routerAllowed(identityId: string, serviceId: string, routerId: string): boolean;
+}
+
+export interface GrantedAccess {
+  apiSessionId: string;
+  identityId: string;
+  sessionId: string;
+  serviceId: string;
+  encryptionRequired: boolean;
+}
+
+export function createServiceAccessCheck(deps: { db: Db; signer: JwtSigningKey; access: FabricAccess; now?: () => Date }) {
+  const now = deps.now ?? (() => new Date());
+
+  async function check(routerId: string, apiSessionToken: string, sessionToken: string, type: 'Dial' | 'Bind'): Promise<GrantedAccess> {
+    const apiSession = prepare(deps.db, 'SELECT id, identity_id FROM api_sessions WHERE token_hash = ?').get(hashToken(apiSessionToken)) as
+      | { id: string; identity_id: string }
+      | undefined;
+    if (!apiSession) throw new AccessRefused(EdgeErrorCode.InvalidApiSession, 'invalid api session');
+    let claims: Record<string, unknown>;
+    try {
+      claims = await verifyJwt(sessionToken, deps.signer, { currentDate: now() });
+    } catch {
+      throw new AccessRefused(EdgeErrorCode.InvalidSession, 'invalid session');
+    }
+    if (claims.z_t !== 's' || claims.z_asid !== apiSession.id || typeof claims.jti !== 'string') {
+      throw new AccessRefused(EdgeErrorCode.InvalidSession, 'invalid session');
+    }
+    const session = prepare(deps.db, 'SELECT id, service_id, session_type, api_session_id FROM sessions WHERE id = ?').get(claims.jti) as
+      | { id: string; service_id: string; session_type: string; api_session_id: string }
+      | undefined;
+    if (!session || session.api_session_id !== apiSession.id) throw new AccessRefused(EdgeErrorCode.InvalidSession, 'invalid session');
+    if (session.session_type !== type) {
+      throw new AccessRefused(EdgeErrorCode.WrongSessionType, `incorrect session type: expected ${type}, got ${session.session_type}`);
+    }
+    const service = prepare(deps.db, 'SELECT id, encryption_required FROM services WHERE id = ?').get(session.service_id) as
+      | { id: string; encryption_required: number }
+      | undefined;
+    if (!service) throw new AccessRefused(EdgeErrorCode.InvalidService, `service ${session.service_id} not found`);
+    deps.access.catchUp();
+    if (!deps.access.mayUse(apiSession.identity_id, apiSession.id, service.id, type)) {
+      throw new AccessRefused(EdgeErrorCode.InvalidSession, `identity may not ${type.toLowerCase()} service ${service.id}`);
+    }
+    if (!deps.access.routerAllowed(apiSession.identity_id, service.id, routerId)) {
+      throw new AccessRefused(EdgeErrorCode.InvalidEdgeRouterForSession, `edge router ${routerId} is not allowed for this identity and service`);
+    }
+    return { apiSessionId: apiSession.id, identityId: apiSession.identity_id, sessionId: session.id, serviceId: service.id, encryptionRequired: service.encryption_required === 1 };
+  }
+
+  return { check };
+}
+
+export type ServiceAccessCheck = ReturnType<typeof createServiceAccessCheck>;
