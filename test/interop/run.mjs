@@ -10,12 +10,17 @@
  *   PORTCULLIS_DATA_DIR        the controller's data directory (read-only for the suites)
  *
  * Suites: the Go module in test/interop/go (`go test ./...`), the Python tests in test/interop/python
- * (`python3 -m pytest`) when that folder exists, the real `ziti` CLI in test/interop/cli (node:test; the binary
- * from ZITI_BIN, else unpacked by ../shared/tools/ziti/unpack beside the repository), and the admin console in
- * test/interop/zac (node:test driving Chromium). Each suite gets a controller of its own, stopped and its data
- * dir removed at the end; the exit code is non-zero when any suite fails or a needed toolchain is missing.
+ * (`python3 -m pytest`) when that folder exists, the real `ziti` CLI in test/interop/cli (node:test), upstream
+ * `ziti router` processes in test/interop/router (node:test; edge and transit routers created with the CLI,
+ * enrolled and run on loopback, checked over REST), and the admin console in test/interop/zac (node:test driving
+ * Chromium), in that order. The `ziti` program comes from ZITI_BIN, else from ../shared/tools/ziti beside the
+ * repository, unpacked once into a cache under the temp dir (test/interop/ziti-bin.mjs); the runner passes its
+ * path to the suites in ZITI_BIN.
+ * Each suite gets a controller of its own, stopped and its data dir removed at the end; the exit code is non-zero
+ * when any suite fails or a needed toolchain is missing.
  *
- * Flags: `--only go|python|cli|zac` runs one suite; anything after `--` is passed to `go test` (e.g. `-run TestX`).
+ * Flags: `--only go|python|cli|router|zac` runs one suite; anything after `--` is passed to `go test` (e.g.
+ * `-run TestX`).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
@@ -23,6 +28,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { zitiBinary } from './ziti-bin.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '..', '..');
@@ -41,6 +47,13 @@ const wantPython = (!only || only === 'python') && existsSync(pyDir);
 const cliDir = join(here, 'cli');
 const wantCli = !only || only === 'cli';
 const wantZac = !only || only === 'zac';
+const routerDir = join(here, 'router');
+const wantRouter = !only || only === 'router';
+const knownSuites = ['go', 'python', 'cli', 'router', 'zac'];
+if (only !== undefined && !knownSuites.includes(only)) {
+  console.error(`test:interop: unknown suite ${only}; --only takes one of ${knownSuites.join(', ')}`);
+  process.exit(2);
+}
 
 function freePort() {
   return new Promise((res, rej) => {
@@ -77,16 +90,15 @@ if (wantPython && !have(python, ['-m', 'pytest', '--version'])) {
   fail(`Python with pytest is required for test/interop/python, but \`${python} -m pytest\` does not run.`);
 }
 
-/** The upstream `ziti` program: ZITI_BIN, else the copy unpacked from the shared tools beside the repository. */
-function zitiBinary() {
-  if (process.env.ZITI_BIN) return process.env.ZITI_BIN;
-  const unpack = resolve(repo, '..', 'shared', 'tools', 'ziti', 'unpack');
-  if (!existsSync(unpack)) fail('the ziti CLI suite needs ZITI_BIN or ../shared/tools/ziti/unpack');
-  const r = spawnSync(unpack, [], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  if (r.status !== 0) fail('could not unpack the ziti program');
-  return r.stdout.trim().split('\n').pop();
+/** The upstream `ziti` program (CLI and routers): ZITI_BIN, else the shared copy, unpacked once (ziti-bin.mjs). */
+function zitiProgram() {
+  try {
+    return zitiBinary();
+  } catch (err) {
+    return fail(`the ziti CLI and router suites need the ziti program: ${err instanceof Error ? err.message : err}`);
+  }
 }
-const zitiBin = wantCli ? zitiBinary() : undefined;
+const zitiBin = wantCli || wantRouter ? zitiProgram() : undefined;
 // The console suite needs Chromium and the console bundle from the shared folder beside the repo.
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const zacTarball = process.env.ZAC_TARBALL ?? resolve(repo, '..', 'shared', 'tools', 'zac', 'ziti-console-4.5.1.tar.xz');
@@ -282,6 +294,15 @@ if (wantCli) {
   const code = await withController('ec', async (env) => {
     console.log('test:interop: ziti CLI (test/interop/cli)');
     const files = readdirSync(cliDir).filter((f) => f.endsWith('.suite.ts')).map((f) => join(cliDir, f));
+    return run(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', ...files], repo, { ...env, ZITI_BIN: zitiBin }, countNodeTest);
+  });
+  exitCode ||= code;
+}
+if (wantRouter) {
+  // Upstream `ziti router` processes (edge and transit) created, enrolled and run against the controller.
+  const code = await withController('ec', async (env) => {
+    console.log('test:interop: ziti routers (test/interop/router)');
+    const files = readdirSync(routerDir).filter((f) => f.endsWith('.suite.ts')).map((f) => join(routerDir, f));
     return run(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', ...files], repo, { ...env, ZITI_BIN: zitiBin }, countNodeTest);
   });
   exitCode ||= code;
