@@ -37,6 +37,8 @@ export interface ClientUser {
   /** Client API client carrying the user's own session token. */
   client: HttpClient;
   apiSessionId: string;
+  /** The user's client API session token. */
+  token: string;
 }
 
 /** A new identity with a password, logged in on the client API. */
@@ -44,5 +46,6 @@ export async function createClientUser(tc: TestController, overrides: Record<str
   const u = await createUserWithPassword(tc, overrides);
   const res = await tc.http.post('/edge/client/v1/authenticate?method=password', { username: u.username, password: u.password });
   assert.equal(res.status, 200, res.text);
-  return { id: u.id, client: createClient(`https://127.0.0.1:${tc.port}/edge/client/v1`, tc.ca, { token: res.body.data.token }), apiSessionId: res.body.data.id };
+  const token = res.body.data.token as string;
+  return { id: u.id, client: createClient(`https://127.0.0.1:${tc.port}/edge/client/v1`, tc.ca, { token }), apiSessionId: res.body.data.id, token };
 }

@@ -27,7 +27,7 @@ async function clientUser(overrides: Record<string, unknown> = {}): Promise<User
     sdkInfo: { type: 'ziti-sdk-c', version: '1.2.3', appId: 'posture-tests' },
   });
   assert.equal(res.status, 200, res.text);
-  return { id: u.id, client: createClient(`${root}/edge/client/v1`, tc.ca, { token: res.body.data.token }), apiSessionId: res.body.data.id };
+  return { id: u.id, client: createClient(`${root}/edge/client/v1`, tc.ca, { token: res.body.data.token }), apiSessionId: res.body.data.id, token: res.body.data.token };
 }
 
 async function respond(user: User, body: unknown): Promise<void> {

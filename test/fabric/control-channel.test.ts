@@ -1,0 +1,304 @@
+/**
+ * The router control channel over real TLS on the API port (ALPN `ziti-ctrl`), driven by a scripted router:
+ * the hello result routers bind on, admission only with the enrolled certificate (unknown, unenrolled,
+ * foreign, re-enrolled, disabled and deleted routers are refused or dropped), heartbeats and pings, the live
+ * state REST shows (online, version, hostname, URLs, sync status), the edge sync (server hello, API sessions
+ * pushed on login and removed on logout, the data model's signing key), and hostile input that closes one
+ * connection while REST keeps answering.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import { startTestController } from '../support/controller.ts';
+import { createClientUser } from '../support/factories.ts';
+import { newKey } from '../support/router-certs.ts';
+import { connectRouter, dialControl, enrolledRouter, enrollRouterAgain, eventually, routerHello } from '../support/test-router.ts';
+import {
+  ChannelContentType,
+  ChannelHeader,
+  MAGIC,
+  message,
+  readBool,
+  readString,
+  readUint64,
+  replyFor,
+  uint64Value,
+} from '../../src/fabric/channel/message.ts';
+import { decode, encode } from '../../src/fabric/proto/index.ts';
+import { EdgeContentType, EdgeHeader } from '../../src/fabric/proto/edge-ctrl.ts';
+import { x509 } from '../../src/pki/x509-library.ts';
+
+const tc = await startTestController();
+
+async function edgeRouterDetail(id: string): Promise<Record<string, any>> {
+  const res = await tc.mgmt.get(`/edge-routers/${id}`);
+  assert.equal(res.status, 200, res.text);
+  return res.body.data;
+}
+
+function isSuccess(result: { headers: Map<number, Buffer> }): boolean {
+  return readBool(result.headers.get(ChannelHeader.ResultSuccess)) === true;
+}
+
+/** Answers the server hello the way an upstream edge router does. */
+function clientHello(port: number): Buffer {
+  return encode('edge.ClientHello', {
+    version: 'v2.0.0-pre3',
+    hostname: 'router.test',
+    protocols: ['tls'],
+    protocolPorts: [String(port)],
+    listeners: [{ address: { value: `tls:0.0.0.0:${port}`, protocol: 'tls', hostname: '0.0.0.0', port }, advertise: { value: `tls:router.test:${port}`, protocol: 'tls', hostname: 'router.test', port } }],
+  });
+}
+
+describe('control channel: admission', () => {
+  it('binds an enrolled router with the result upstream routers check, and REST shows it online with its version', async () => {
+    const router = await enrolledRouter(tc);
+    assert.equal((await edgeRouterDetail(router.id)).isOnline, false);
+    const { conn, result } = await connectRouter(tc, router);
+    assert.equal(result.sequence, -1);
+    assert.equal(replyFor(result), -1);
+    assert.ok(isSuccess(result), result.body.toString());
+    assert.equal(result.headers.get(ChannelHeader.GroupSecret)?.length, 16);
+    const version = readString(result.headers.get(ChannelHeader.HelloVersion))!.split('|');
+    assert.equal(version.length, 5);
+    assert.equal(version[0], 'v2.0.0');
+    const caps = result.headers.get(1002)!;
+    assert.ok((caps[caps.length - 1]! & 0x40) !== 0, 'JWT legacy sessions capability (bit 6)');
+    assert.equal(caps[caps.length - 1]! & 0x20, 0, 'no grouped control channel (bit 5)');
+    assert.ok(readString(result.headers.get(ChannelHeader.Id)));
+
+    await eventually(async () => (await edgeRouterDetail(router.id)).isOnline === true, 'the router shows online');
+    const detail = await edgeRouterDetail(router.id);
+    assert.deepEqual(detail.versionInfo, { version: 'v2.0.0-pre3', revision: 'a0c6f0dd', buildDate: '2026-03-06T16:10:46Z', os: 'linux', arch: 'amd64' });
+    const base = await tc.mgmt.get(`/routers/${router.id}`);
+    assert.equal(base.body.data.isOnline, true);
+
+    conn.close();
+    await eventually(async () => (await edgeRouterDetail(router.id)).isOnline === false, 'the router shows offline after it disconnects');
+    assert.equal((await edgeRouterDetail(router.id)).syncStatus, 'SYNC_UNKNOWN');
+  });
+
+  it('echoes the group secret of a re-dial unchanged', async () => {
+    const router = await enrolledRouter(tc);
+    const secret = Buffer.from('0123456789abcdef');
+    const { conn, result } = await connectRouter(tc, router, routerHello(router.id, [[ChannelHeader.GroupSecret, secret], [ChannelHeader.ConnectionId, Buffer.from('abc-1')]]));
+    assert.ok(isSuccess(result));
+    assert.deepEqual(result.headers.get(ChannelHeader.GroupSecret), secret);
+    conn.close();
+  });
+
+  it('lets a transit router connect; REST shows it online', async () => {
+    const router = await enrolledRouter(tc, 'transit');
+    const { conn, result } = await connectRouter(tc, router);
+    assert.ok(isSuccess(result));
+    await eventually(async () => (await tc.mgmt.get(`/transit-routers/${router.id}`)).body.data.isOnline === true, 'the transit router shows online');
+    conn.close();
+  });
+
+  it('refuses a hello that names another router than the certificate', async () => {
+    const a = await enrolledRouter(tc);
+    const b = await enrolledRouter(tc);
+    const { conn, result } = await connectRouter(tc, a, routerHello(b.id));
+    assert.equal(isSuccess(result), false);
+    assert.match(result.body.toString(), /does not name the certificate subject/);
+    await conn.waitClosed();
+    assert.equal((await edgeRouterDetail(b.id)).isOnline, false);
+  });
+
+  it('refuses a certificate it did not issue, and a connection without a certificate', async () => {
+    const router = await enrolledRouter(tc);
+    const key = await newKey();
+    const foreign = await x509.X509CertificateGenerator.createSelfSigned({
+      serialNumber: '01',
+      name: `CN=${router.id}`,
+      notBefore: new Date(Date.now() - 60_000),
+      notAfter: new Date(Date.now() + 3_600_000),
+      keys: key.keys,
+      signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
+    });
+    const conn = await dialControl(tc, { cert: foreign.toString('pem'), key: key.keyPem });
+    conn.send(routerHello(router.id));
+    const result = await conn.nextOf(ChannelContentType.Result);
+    assert.equal(isSuccess(result), false);
+    assert.match(result.body.toString(), /not issued by this network/);
+
+    const bare = await dialControl(tc, {});
+    bare.send(routerHello(router.id));
+    const refused = await bare.nextOf(ChannelContentType.Result);
+    assert.equal(isSuccess(refused), false);
+    assert.match(refused.body.toString(), /no client certificate/);
+  });
+
+  it('refuses the old certificate of a re-enrolled router and admits the new one', async () => {
+    const router = await enrolledRouter(tc);
+    const res = await tc.mgmt.post(`/edge-routers/${router.id}/re-enroll`, {});
+    assert.equal(res.status, 200, res.text);
+    const stale = await connectRouter(tc, router);
+    assert.equal(isSuccess(stale.result), false);
+    assert.match(stale.result.body.toString(), /not enrolled/);
+    const fresh = await enrollRouterAgain(tc, router.id, router.name);
+    const again = await connectRouter(tc, router);
+    assert.equal(isSuccess(again.result), false, 'the certificate before the second enrollment is refused too');
+    assert.match(again.result.body.toString(), /presented a certificate it is not enrolled with/);
+    const ok = await connectRouter(tc, fresh);
+    assert.ok(isSuccess(ok.result), ok.result.body.toString());
+    ok.conn.close();
+  });
+
+  it('refuses a disabled router and drops it when it is disabled or deleted while connected', async () => {
+    const router = await enrolledRouter(tc);
+    const { conn, result } = await connectRouter(tc, router);
+    assert.ok(isSuccess(result));
+    const patched = await tc.mgmt.patch(`/edge-routers/${router.id}`, { disabled: true });
+    assert.equal(patched.status, 200, patched.text);
+    await conn.waitClosed();
+    const refused = await connectRouter(tc, router);
+    assert.equal(isSuccess(refused.result), false);
+    assert.match(refused.result.body.toString(), /disabled/);
+
+    const other = await enrolledRouter(tc);
+    const second = await connectRouter(tc, other);
+    assert.ok(isSuccess(second.result));
+    const deleted = await tc.mgmt.delete(`/edge-routers/${other.id}`);
+    assert.equal(deleted.status, 200, deleted.text);
+    await second.conn.waitClosed();
+    const gone = await connectRouter(tc, other);
+    assert.equal(isSuccess(gone.result), false);
+    assert.match(gone.result.body.toString(), /unknown router/);
+  });
+
+  it('a second connection of the same router replaces the first', async () => {
+    const router = await enrolledRouter(tc);
+    const first = await connectRouter(tc, router);
+    const second = await connectRouter(tc, router);
+    assert.ok(isSuccess(second.result));
+    await first.conn.waitClosed();
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal((await edgeRouterDetail(router.id)).isOnline, true, 'the newer connection keeps the router online');
+    second.conn.close();
+  });
+});
+
+describe('control channel: channel duties and hostile input', () => {
+  it('answers heartbeats with the echo header and pings with a result', async () => {
+    const router = await enrolledRouter(tc, 'transit');
+    const { conn } = await connectRouter(tc, router);
+    conn.send(message(ChannelContentType.Heartbeat, Buffer.alloc(0), [[ChannelHeader.Heartbeat, uint64Value(123456789n)]]));
+    const echo = await conn.next((m) => m.headers.has(ChannelHeader.HeartbeatResponse));
+    assert.equal(readUint64(echo.headers.get(ChannelHeader.HeartbeatResponse)), 123456789n);
+    const seq = conn.send(message(ChannelContentType.Ping));
+    const pong = await conn.replyTo(seq);
+    assert.equal(pong.contentType, ChannelContentType.Result);
+    assert.ok(isSuccess(pong));
+    const interfaces = conn.send(message(1052, Buffer.alloc(0)));
+    assert.ok(isSuccess(await conn.replyTo(interfaces)), 'interface reports are acknowledged');
+    conn.close();
+  });
+
+  it('closes a connection that breaks the framing, and REST keeps answering', async () => {
+    const router = await enrolledRouter(tc);
+    const { conn } = await connectRouter(tc, router);
+    await eventually(async () => (await edgeRouterDetail(router.id)).isOnline === true, 'online');
+    conn.writeRaw(Buffer.from('GET / HTTP/1.1\r\n\r\n and more bytes than a prefix'));
+    await conn.waitClosed();
+    await eventually(async () => (await edgeRouterDetail(router.id)).isOnline === false, 'offline after the protocol error');
+    assert.equal((await tc.http.get('/version')).status, 200);
+  });
+
+  it('closes a hello that exceeds the hello limits without answering it, and one that never comes', async () => {
+    const router = await enrolledRouter(tc);
+    const conn = await dialControl(tc, { cert: router.certPem, key: router.keyPem });
+    const prefix = Buffer.alloc(20);
+    MAGIC.copy(prefix, 0);
+    prefix.writeInt32LE(0, 4);
+    prefix.writeInt32LE(-1, 8);
+    prefix.writeInt32LE(100_000, 12);
+    prefix.writeInt32LE(0, 16);
+    conn.writeRaw(prefix);
+    await conn.waitClosed();
+    assert.equal((await tc.http.get('/version')).status, 200);
+  });
+
+  it('ignores bodies it cannot decode without dropping the router', async () => {
+    const router = await enrolledRouter(tc);
+    const { conn } = await connectRouter(tc, router);
+    conn.send(message(EdgeContentType.SubscribeToDataModelRequest, Buffer.from([0xff, 0xff, 0xff])));
+    conn.send(message(99_999, Buffer.from('unknown content type')));
+    const seq = conn.send(message(ChannelContentType.Ping));
+    assert.ok(isSuccess(await conn.replyTo(seq)), 'still answering after bad input');
+    conn.close();
+  });
+
+  it('serves HTTP as before to clients that ask for it by ALPN', async () => {
+    const conn = await dialControl(tc, { alpn: ['http/1.1'] });
+    assert.equal(conn.socket.alpnProtocol, 'http/1.1');
+    conn.close();
+  });
+});
+
+describe('control channel: edge sync', () => {
+  it('asks an edge router to describe itself and shows its URLs, hostname and sync status', async () => {
+    const router = await enrolledRouter(tc);
+    const { conn } = await connectRouter(tc, router);
+    const hello = await conn.nextOf(EdgeContentType.ServerHello);
+    assert.equal(readBool(hello.headers.get(EdgeHeader.RouterDataModel)), true);
+    const reply = message(EdgeContentType.ClientHello, clientHello(3022), [[EdgeHeader.RouterDataModel, Buffer.from([1])]]);
+    reply.headers.set(ChannelHeader.ReplyFor, Buffer.from(Int32Array.of(hello.sequence).buffer));
+    conn.send(reply);
+    await eventually(async () => (await edgeRouterDetail(router.id)).syncStatus === 'SYNC_DONE', 'the sync is done');
+    const detail = await edgeRouterDetail(router.id);
+    assert.equal(detail.hostname, 'router.test');
+    assert.deepEqual(detail.supportedProtocols, { tls: 'tls://router.test:3022' });
+    // The data model's signing keys arrive at once (a synthetic change set) and on subscription.
+    const keys = await conn.nextOf(EdgeContentType.DataStateChangeSet);
+    const changeSet = decode('edge.DataState.ChangeSet', keys.body);
+    assert.equal(changeSet.isSynthetic, true);
+    const kids = changeSet.changes.map((c) => c.publicKey?.kid);
+    assert.ok(kids.includes(tc.controller.pki.serverCertFingerprint), 'the session JWT signing key is published under its kid');
+    conn.send(message(EdgeContentType.SubscribeToDataModelRequest, encode('edge.SubscribeToDataModelRequest', { subscriptionId: 'sub-1', subscriptionDurationSeconds: 300 })));
+    const state = await conn.nextOf(EdgeContentType.DataState);
+    assert.equal(readString(state.headers.get(EdgeHeader.RouterDataModelSubscriptionId)), 'sub-1');
+    const model = decode('edge.DataState', state.body);
+    const signing = model.events.find((e) => e.publicKey?.kid === tc.controller.pki.serverCertFingerprint)!;
+    assert.ok(signing, 'the full state carries the signing key');
+    assert.equal(new X509Certificate(Buffer.from(signing.publicKey!.data)).fingerprint.replaceAll(':', '').toLowerCase(), tc.controller.pki.serverCertFingerprint);
+    conn.close();
+  });
+
+  it('pushes an API session when an identity logs in and removes it at logout, with its token and certificate prints', async () => {
+    const router = await enrolledRouter(tc);
+    const { conn } = await connectRouter(tc, router);
+    const hello = await conn.nextOf(EdgeContentType.ServerHello);
+    const reply = message(EdgeContentType.ClientHello, clientHello(3023));
+    reply.headers.set(ChannelHeader.ReplyFor, Buffer.from(Int32Array.of(hello.sequence).buffer));
+    conn.send(reply);
+    // The full state (every live session, the admin's at least) comes first, in chunks that name their sync.
+    const full = await conn.nextOf(EdgeContentType.ApiSessionAdded);
+    assert.equal(decode('edge.ApiSessionAdded', full.body).isFullState, true);
+    const syncState = JSON.parse(readString(full.headers.get(EdgeHeader.SyncStrategyState))!);
+    assert.equal(readString(full.headers.get(EdgeHeader.SyncStrategyType)), 'instant');
+    assert.ok(syncState.id && syncState.isLast === true && syncState.sequence === 0);
+
+    const user = await createClientUser(tc);
+    const added = await conn.next((m) => m.contentType === EdgeContentType.ApiSessionAdded && decode('edge.ApiSessionAdded', m.body).apiSessions.some((s) => s.id === user.apiSessionId));
+    const session = decode('edge.ApiSessionAdded', added.body).apiSessions.find((s) => s.id === user.apiSessionId)!;
+    const token = user.token;
+    assert.equal(session.token, token, 'the router gets the token the client holds');
+    assert.equal(session.identityId, user.id);
+
+    const out = await user.client.delete('/current-api-session');
+    assert.equal(out.status, 200, out.text);
+    const removed = await conn.nextOf(EdgeContentType.ApiSessionRemoved);
+    assert.deepEqual(decode('edge.ApiSessionRemoved', removed.body), { tokens: [token], ids: [user.apiSessionId] });
+    conn.close();
+  });
+
+  it('keeps tokens sealed in the store', async () => {
+    const user = await createClientUser(tc);
+    const row = tc.controller.db.prepare('SELECT token_hash, sealed_token FROM api_sessions WHERE id = ?').get(user.apiSessionId) as { token_hash: string; sealed_token: string };
+    const token = user.token;
+    assert.ok(row.sealed_token && !row.sealed_token.includes(token));
+    assert.ok(!JSON.stringify(tc.controller.db.prepare('SELECT * FROM api_sessions WHERE id = ?').get(user.apiSessionId)).includes(token));
+  });
+});
