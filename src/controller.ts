@@ -294,6 +294,7 @@ export async function startController(config: Config, options: StartOptions = {}
       controllerId: instanceId,
       controllerVersion: controllerVersionInfo(startedAt),
       live: liveRouters,
+      owner: feed.origin,
       log: app.log,
     });
     await app.listen({ host: config.address, port: config.port });

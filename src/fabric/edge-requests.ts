@@ -114,6 +114,8 @@ export interface EdgeRequestOptions {
   db: Db;
   access: ServiceAccessCheck;
   controllerId: string;
+  /** This process's name: the owner of the circuit rows it writes. */
+  owner: string;
   /** The channel of a router held by this process. */
   routerChannel(routerId: string): ControlChannel | undefined;
   log: EdgeRequestLog;
@@ -222,6 +224,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
   /** A router went away: its SDK terminators and the circuits through it go with it. */
   function routerGone(routerId: string): void {
     prepare(db, "DELETE FROM terminators WHERE router_id = ? AND binding = 'edge' AND is_system = 1").run(routerId);
+    prepare(db, 'DELETE FROM identity_router_connections WHERE router_id = ?').run(routerId);
     for (const circuit of circuits.values()) if (circuit.path.includes(routerId)) endCircuit(circuit, `router ${routerId} disconnected`);
   }
 
@@ -315,6 +318,11 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
         createdAt: now(),
       };
       circuits.set(circuitId, circuit);
+      prepare(
+        db,
+        `INSERT INTO circuits (id, owner, session_id, api_session_id, identity_id, service_id, terminator_id, path, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(circuitId, options.owner, circuit.sessionId, circuit.apiSessionId, circuit.identityId, circuit.serviceId, circuit.terminatorId, JSON.stringify(circuit.path), circuit.createdAt.toISOString());
       const answerPeerData = peerDataOf(terminator.peer_data);
       for (const [key, value] of result.headers) if (!ROUTE_RESULT_OWN.has(key) && key > ChannelHeader.IsFirstGroupConnection) answerPeerData.set(key, value);
       for (const key of LOCAL_PEER_DATA) answerPeerData.delete(key);
@@ -335,6 +343,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
 
   function endCircuit(circuit: Circuit, reason: string, except?: string): void {
     circuits.delete(circuit.id);
+    prepare(db, 'DELETE FROM circuits WHERE id = ?').run(circuit.id);
     for (const routerId of circuit.path) {
       if (routerId === except) continue;
       options.routerChannel(routerId)?.send(message(CtrlContentType.Unroute, encode('ctrl.Unroute', { circuitId: circuit.id, now: true })));

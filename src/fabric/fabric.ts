@@ -22,6 +22,8 @@ import {
   syntheticChangeSet,
 } from './edge-sync.ts';
 import { decode } from './proto/index.ts';
+import { hashToken } from '../auth/api-session.service.ts';
+import type { ChannelMessage } from './channel/message.ts';
 import { EdgeContentType } from './proto/edge-ctrl.ts';
 import { createEdgeRequests } from './edge-requests.ts';
 import { createServiceAccessCheck, type FabricAccess } from './service-access.ts';
@@ -60,6 +62,8 @@ export interface FabricOptions {
   controllerVersion: VersionInfo;
   /** The live router rows this process writes (owned by its change-feed origin). */
   live: LiveRouters;
+  /** This process's change-feed origin: owner of the circuit rows it writes. */
+  owner: string;
   log: FabricLog;
   timings?: ChannelTimings;
   helloTimeoutMs?: number;
@@ -159,6 +163,7 @@ export function createFabric(options: FabricOptions) {
     db,
     access: createServiceAccessCheck({ db, signer: options.signer, access: options.access }),
     controllerId: options.controllerId,
+    owner: options.owner,
     routerChannel: (routerId) => sessions.get(routerId)?.channel,
     log,
   });
@@ -193,6 +198,8 @@ export function createFabric(options: FabricOptions) {
       if (!current) channel.send(dataState(publicKeys, modelIndex, timelineId, request.subscriptionId));
     });
     channel.handle(EdgeContentType.RequestClientReSync, () => sendFullApiSessionState(session));
+    channel.handle(EdgeContentType.ConnectEvents, (msg) => identityConnections(session, msg));
+    channel.handle(EdgeContentType.ApiSessionHeartbeat, (msg) => apiSessionHeartbeat(session, msg));
     live.syncStatus(session.routerId, session.connectionId, 'SYNC_HELLO');
     let description;
     try {
@@ -209,6 +216,39 @@ export function createFabric(options: FabricOptions) {
     if (description.dataModel.supported) channel.send(syntheticChangeSet(publicKeys));
     session.synced = true;
     live.syncStatus(session.routerId, session.connectionId, 'SYNC_DONE');
+  }
+
+  /** Which identities have an SDK connected to the router: full state, or the changes since the last report. */
+  function identityConnections(session: RouterSession, msg: ChannelMessage): void {
+    const report = decode('edge.ConnectEvents', msg.body);
+    const at = new Date().toISOString();
+    db.transaction(() => {
+      if (report.fullState) prepare(db, 'DELETE FROM identity_router_connections WHERE router_id = ?').run(session.routerId);
+      for (const event of report.events) {
+        if (!event.identityId) continue;
+        if (event.isConnected) {
+          prepare(db, 'INSERT INTO identity_router_connections (identity_id, router_id, connected_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING').run(event.identityId, session.routerId, at);
+        } else {
+          prepare(db, 'DELETE FROM identity_router_connections WHERE identity_id = ? AND router_id = ?').run(event.identityId, session.routerId);
+        }
+      }
+    }).immediate();
+  }
+
+  /** API sessions in use at the router count as active; tokens the controller no longer knows are removed there. */
+  function apiSessionHeartbeat(session: RouterSession, msg: ChannelMessage): void {
+    const { tokens } = decode('edge.ApiSessionHeartbeat', msg.body);
+    const at = new Date().toISOString();
+    const unknown: Array<{ id: string; token: string }> = [];
+    const touch = prepare(db, 'UPDATE api_sessions SET last_activity_at = ? WHERE token_hash = ? AND last_activity_at < ?');
+    const exists = prepare(db, 'SELECT 1 FROM api_sessions WHERE token_hash = ?');
+    db.transaction(() => {
+      for (const token of tokens) {
+        const hash = hashToken(token);
+        if (touch.run(at, hash, at).changes === 0 && !exists.get(hash)) unknown.push({ id: '', token });
+      }
+    }).immediate();
+    if (unknown.length > 0) session.channel.send(apiSessionsRemoved(unknown));
   }
 
   /** Tells synced edge routers what changed in the store since the last look. */
@@ -232,6 +272,12 @@ export function createFabric(options: FabricOptions) {
     });
     if (removed.length > 0) messages.push(apiSessionsRemoved(removed));
     if (events.sessionsRemoved.length > 0) messages.push(sessionsRemoved(events.sessionsRemoved));
+    // Circuits of ended sessions end here too (the routers close the SDK side).
+    const endedSessions = new Set(events.sessionsRemoved);
+    const endedApiSessions = new Set(events.apiSessionsRemoved);
+    if (endedSessions.size + endedApiSessions.size > 0) {
+      edgeRequests.endCircuitsWhere((c) => endedSessions.has(c.sessionId) || endedApiSessions.has(c.apiSessionId), 'session ended');
+    }
     for (const target of targets) for (const msg of messages) target.channel.send(msg);
   }
   const pollTimer = setInterval(() => {

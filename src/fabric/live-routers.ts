@@ -56,18 +56,26 @@ function liveOf(row: Row): LiveRouter {
 /** SDK terminators routers created: they live as long as the router's connection (it re-creates them). */
 const ROUTER_TERMINATORS = "binding = 'edge' AND is_system = 1";
 
-/** Forgets every connection and the terminators routers made over them: at controller start, when none can exist. */
+/**
+ * Forgets every connection and what routers made or reported over them (terminators, circuits, connected
+ * identities): at controller start, when none can exist.
+ */
 export function clearLiveRouters(db: Db): void {
   db.transaction(() => {
     prepare(db, `DELETE FROM terminators WHERE ${ROUTER_TERMINATORS}`).run();
+    prepare(db, 'DELETE FROM circuits').run();
+    prepare(db, 'DELETE FROM identity_router_connections').run();
     prepare(db, 'DELETE FROM router_connections').run();
   }).immediate();
 }
 
-/** Forgets the connections a dead process held, and their routers' terminators. */
+/** Forgets the connections a dead process held, with their routers' terminators, circuits and identities. */
 export function clearLiveRoutersOf(db: Db, owner: string): void {
   db.transaction(() => {
-    prepare(db, `DELETE FROM terminators WHERE ${ROUTER_TERMINATORS} AND router_id IN (SELECT router_id FROM router_connections WHERE owner = ?)`).run(owner);
+    const held = 'SELECT router_id FROM router_connections WHERE owner = ?';
+    prepare(db, `DELETE FROM terminators WHERE ${ROUTER_TERMINATORS} AND router_id IN (${held})`).run(owner);
+    prepare(db, `DELETE FROM identity_router_connections WHERE router_id IN (${held})`).run(owner);
+    prepare(db, 'DELETE FROM circuits WHERE owner = ?').run(owner);
     prepare(db, 'DELETE FROM router_connections WHERE owner = ?').run(owner);
   }).immediate();
 }

@@ -9,21 +9,28 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { startTestController } from '../support/controller.ts';
-import { createClientUser } from '../support/factories.ts';
+import { startTestController, uniqueName } from '../support/controller.ts';
+import { createClientUser, createRecord, type ClientUser } from '../support/factories.ts';
 import { newKey } from '../support/router-certs.ts';
-import { connectRouter, dialControl, enrolledRouter, enrollRouterAgain, eventually, routerHello } from '../support/test-router.ts';
+import { connectRouter, dialControl, enrolledRouter, enrollRouterAgain, eventually, routerHello, type RouterCredentials, type TestRouterConnection } from '../support/test-router.ts';
 import {
   ChannelContentType,
   ChannelHeader,
   MAGIC,
+  byteMapValue,
   message,
   readBool,
+  readByteMap,
   readString,
+  readUint32,
   readUint64,
   replyFor,
+  stringValue,
+  uint32Value,
   uint64Value,
 } from '../../src/fabric/channel/message.ts';
+import { CtrlContentType } from '../../src/fabric/proto/ctrl.ts';
+import { CreateCircuitV2RequestHeader, CreateCircuitV2ResponseHeader, EdgeErrorHeader, RouteResultHeader } from '../../src/fabric/proto/header-messages.ts';
 import { decode, encode } from '../../src/fabric/proto/index.ts';
 import { EdgeContentType, EdgeHeader } from '../../src/fabric/proto/edge-ctrl.ts';
 import { x509 } from '../../src/pki/x509-library.ts';
@@ -300,5 +307,140 @@ describe('control channel: edge sync', () => {
     const token = user.token;
     assert.ok(row.sealed_token && !row.sealed_token.includes(token));
     assert.ok(!JSON.stringify(tc.controller.db.prepare('SELECT * FROM api_sessions WHERE id = ?').get(user.apiSessionId)).includes(token));
+  });
+});
+
+describe('control channel: terminators and circuits', async () => {
+  const router = await enrolledRouter(tc);
+  const other = await enrolledRouter(tc);
+  const serviceId = await createRecord(tc.mgmt, '/services', { name: uniqueName('svc'), encryptionRequired: false });
+  const host = await createClientUser(tc);
+  const dialer = await createClientUser(tc);
+  await createRecord(tc.mgmt, '/service-policies', { name: uniqueName('bind'), type: 'Bind', semantic: 'AnyOf', serviceRoles: [`@${serviceId}`], identityRoles: [`@${host.id}`] });
+  const dialPolicy = await createRecord(tc.mgmt, '/service-policies', { name: uniqueName('dial'), type: 'Dial', semantic: 'AnyOf', serviceRoles: [`@${serviceId}`], identityRoles: [`@${dialer.id}`] });
+  await createRecord(tc.mgmt, '/edge-router-policies', { name: uniqueName('erp'), semantic: 'AnyOf', edgeRouterRoles: [`@${router.id}`], identityRoles: [`@${host.id}`, `@${dialer.id}`] });
+  await createRecord(tc.mgmt, '/service-edge-router-policies', { name: uniqueName('serp'), semantic: 'AnyOf', edgeRouterRoles: [`@${router.id}`, `@${other.id}`], serviceRoles: [`@${serviceId}`] });
+
+  async function session(user: ClientUser, type: 'Dial' | 'Bind'): Promise<{ id: string; token: string }> {
+    const res = await user.client.post('/sessions', { serviceId, type });
+    assert.equal(res.status, 201, res.text);
+    return { id: res.body.data.id, token: res.body.data.token };
+  }
+
+  async function synced(creds: RouterCredentials): Promise<TestRouterConnection> {
+    const { conn, result } = await connectRouter(tc, creds);
+    assert.ok(isSuccess(result));
+    const hello = await conn.nextOf(EdgeContentType.ServerHello);
+    const reply = message(EdgeContentType.ClientHello, clientHello(3030));
+    reply.headers.set(ChannelHeader.ReplyFor, Buffer.from(Int32Array.of(hello.sequence).buffer));
+    conn.send(reply);
+    return conn;
+  }
+
+  function createTerminator(conn: TestRouterConnection, address: string, apiSessionToken: string, sessionToken: string): Promise<ReturnType<typeof decode<'edge.CreateTerminatorV2Response'>>> {
+    const body = encode('edge.CreateTerminatorV2Request', { address, sessionToken, apiSessionToken, cost: 5, peerData: new Map([[1003, Buffer.from('host-public-key')]]) });
+    conn.send(message(EdgeContentType.CreateTerminatorV2Request, body));
+    return conn
+      .next((m) => m.contentType === EdgeContentType.CreateTerminatorV2Response && decode('edge.CreateTerminatorV2Response', m.body).terminatorId === address)
+      .then((m) => decode('edge.CreateTerminatorV2Response', m.body));
+  }
+
+  function dial(conn: TestRouterConnection, apiSessionToken: string, sessionToken: string): number {
+    return conn.send(
+      message(EdgeContentType.CreateCircuitV2Request, Buffer.alloc(0), [
+        [CreateCircuitV2RequestHeader.SessionToken, stringValue(sessionToken)],
+        [CreateCircuitV2RequestHeader.ApiSessionToken, stringValue(apiSessionToken)],
+        [CreateCircuitV2RequestHeader.PeerData, byteMapValue(new Map([[1003, Buffer.from('dialer-public-key')]]))],
+      ]),
+    );
+  }
+
+  it('creates a terminator for a bind the policies allow, routes a dial to it, and forgets both when they end', async () => {
+    const conn = await synced(router);
+    const bind = await session(host, 'Bind');
+    const created = await createTerminator(conn, 'term-1', host.token, bind.token);
+    assert.equal(created.result, 0, created.msg);
+    const listed = await tc.mgmt.get('/terminators/term-1');
+    assert.equal(listed.status, 200, listed.text);
+    assert.equal(listed.body.data.routerId, router.id);
+    assert.equal(listed.body.data.serviceId, serviceId);
+    assert.equal(listed.body.data.binding, 'edge');
+    assert.equal(listed.body.data.address, 'term-1');
+    assert.equal(listed.body.data.cost, 5);
+    assert.equal(listed.body.data.precedence, 'default');
+    assert.equal((await createTerminator(conn, 'term-1', host.token, bind.token)).result, 0, 'a re-sent terminator is accepted again');
+
+    const dialSession = await session(dialer, 'Dial');
+    const request = dial(conn, dialer.token, dialSession.token);
+    const routeMsg = await conn.nextOf(CtrlContentType.Route);
+    const route = decode('ctrl.Route', routeMsg.body);
+    assert.equal(route.egress?.destination, 'term-1');
+    assert.equal(route.egress?.binding, 'edge');
+    assert.deepEqual(route.forwards.map((f) => f.dstType), [1, 0]);
+    assert.equal(route.forwards[0]!.dstAddress, route.egress?.address);
+    assert.equal(Buffer.from(route.egress!.peerData.get(1003)!).toString(), 'dialer-public-key');
+    const result = message(CtrlContentType.RouteResult, route.circuitId, [
+      [RouteResultHeader.Attempt, uint32Value(route.attempt)],
+      [RouteResultHeader.Success, Buffer.from([1])],
+    ]);
+    result.headers.set(ChannelHeader.ReplyFor, Buffer.from(Int32Array.of(routeMsg.sequence).buffer));
+    conn.send(result);
+    const response = await conn.replyTo(request);
+    assert.equal(response.contentType, EdgeContentType.CreateCircuitV2Response, response.body.toString());
+    assert.equal(readString(response.headers.get(CreateCircuitV2ResponseHeader.CircuitId)), route.circuitId);
+    assert.equal(readString(response.headers.get(CreateCircuitV2ResponseHeader.Address)), route.forwards[0]!.srcAddress);
+    assert.equal(readByteMap(response.headers.get(CreateCircuitV2ResponseHeader.PeerData))?.get(1003)?.toString(), 'host-public-key');
+    const path = await tc.mgmt.get(`/sessions/${dialSession.id}/route-path`);
+    assert.deepEqual(path.body.data.routePath, [router.id]);
+
+    conn.send(message(CtrlContentType.Fault, encode('ctrl.Fault', { subject: 1, id: route.circuitId })));
+    await eventually(async () => (await tc.mgmt.get(`/sessions/${dialSession.id}/route-path`)).body.data.routePath.length === 0, 'the circuit ends');
+
+    const seq = conn.send(message(CtrlContentType.RemoveTerminatorsRequest, encode('ctrl.RemoveTerminatorsRequest', { terminatorIds: ['term-1'] })));
+    assert.ok(isSuccess(await conn.replyTo(seq)));
+    assert.equal((await tc.mgmt.get('/terminators/term-1')).status, 404);
+    conn.close();
+  });
+
+  it('refuses binds and dials the policies or session types do not allow, with the edge error codes', async () => {
+    const conn = await synced(router);
+    const dialSession = await session(dialer, 'Dial');
+    const wrongType = await createTerminator(conn, 'term-wrong', dialer.token, dialSession.token);
+    assert.equal(wrongType.result, 4);
+    assert.equal(wrongType.errorCode, 4);
+    const badApiSession = await createTerminator(conn, 'term-bad', 'not-a-token', dialSession.token);
+    assert.equal(badApiSession.errorCode, 2);
+
+    const noTerminators = dial(conn, dialer.token, dialSession.token);
+    const refusal = await conn.replyTo(noTerminators);
+    assert.equal(refusal.contentType, EdgeContentType.Error);
+    assert.equal(readUint32(refusal.headers.get(EdgeErrorHeader.ErrorCode)), 8);
+
+    // The other router is not in the identities' edge router policy.
+    const elsewhere = await synced(other);
+    const notHere = dial(elsewhere, dialer.token, dialSession.token);
+    const refused = await elsewhere.replyTo(notHere);
+    assert.equal(readUint32(refused.headers.get(EdgeErrorHeader.ErrorCode)), 5, refused.body.toString());
+
+    // Losing the dial policy ends the session: the next dial is refused and routers are told.
+    assert.equal((await tc.mgmt.delete(`/service-policies/${dialPolicy}`)).status, 200);
+    const removed = await conn.nextOf(EdgeContentType.SessionRemoved);
+    assert.ok(decode('edge.SessionRemoved', removed.body).ids.includes(dialSession.id));
+    const afterLoss = dial(conn, dialer.token, dialSession.token);
+    assert.equal(readUint32((await conn.replyTo(afterLoss)).headers.get(EdgeErrorHeader.ErrorCode)), 3);
+    conn.close();
+    elsewhere.close();
+  });
+
+  it('forgets the terminators of a router that disconnects, and shows identities connected through routers', async () => {
+    const conn = await synced(router);
+    const bind = await session(host, 'Bind');
+    assert.equal((await createTerminator(conn, 'term-2', host.token, bind.token)).result, 0);
+    conn.send(message(EdgeContentType.ConnectEvents, encode('edge.ConnectEvents', { fullState: true, events: [{ identityId: host.id, isConnected: true }] })));
+    await eventually(async () => (await tc.mgmt.get(`/identities/${host.id}`)).body.data.hasEdgeRouterConnection === true, 'the host shows connected');
+    assert.equal((await tc.mgmt.get(`/identities/${host.id}`)).body.data.edgeRouterConnectionStatus, 'online');
+    conn.close();
+    await eventually(async () => (await tc.mgmt.get('/terminators/term-2')).status === 404, 'the terminator goes with its router');
+    await eventually(async () => (await tc.mgmt.get(`/identities/${host.id}`)).body.data.hasEdgeRouterConnection === false, 'the host shows disconnected');
   });
 });

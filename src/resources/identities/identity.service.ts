@@ -150,8 +150,9 @@ export function createIdentityService(db: Db, access: AccessService, clock: Cloc
     if (values.disabledAt == null) delete detail.disabledAt;
     if (values.disabledUntil == null) delete detail.disabledUntil;
     detail.hasApiSession = prepare(db, 'SELECT 1 FROM api_sessions WHERE identity_id = ? LIMIT 1').get(id) !== undefined;
-    detail.hasEdgeRouterConnection = false;
-    detail.edgeRouterConnectionStatus = 'offline';
+    // Routers report which identities have an SDK connected (src/fabric).
+    detail.hasEdgeRouterConnection = prepare(db, 'SELECT 1 FROM identity_router_connections WHERE identity_id = ? LIMIT 1').get(id) !== undefined;
+    detail.edgeRouterConnectionStatus = detail.hasEdgeRouterConnection ? 'online' : 'offline';
     // MFA is enabled once the identity's TOTP enrollment is verified (auth.md §4.4).
     detail.isMfaEnabled = prepare(db, 'SELECT 1 FROM mfas WHERE identity_id = ? AND is_verified = 1').get(id) !== undefined;
     detail.interfaces = null;

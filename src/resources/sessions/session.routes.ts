@@ -115,11 +115,7 @@ export function managementSessionRoutes(sessions: SessionService): RouteSpec[] {
       method: 'GET', url: '/sessions/:id/route-path', operationId: 'detailSessionRoutePath', tag,
       summary: "The router path of a session's circuit", access: 'ops.read', params: IdParams,
       response: { 200: detailEnvelope(sessionRoutePath) },
-      handler: (req) => {
-        // Without a data plane there are no circuits, so every path is empty.
-        sessions.get(idOf(req));
-        return ok({ routePath: [] as string[] });
-      },
+      handler: (req) => ok({ routePath: sessions.routePath(idOf(req)) }),
     },
   ];
 }

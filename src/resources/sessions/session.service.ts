@@ -273,6 +273,13 @@ export function createSessionService(deps: SessionServiceDeps) {
     return { record, jwt: await sessionToken(record) };
   }
 
+  /** The routers (ids, dialer's first) of the session's first live circuit; empty when it has none. */
+  function routePath(id: string): string[] {
+    get(id);
+    const path = prepare(db, 'SELECT path FROM circuits WHERE session_id = ? ORDER BY created_at LIMIT 1').pluck().get(id) as string | undefined;
+    return path ? (JSON.parse(path) as string[]) : [];
+  }
+
   /** sessionManagementDetail; `token` is the JWT on create and the stored internal token otherwise. */
   function present(s: SessionRecord, token: string = s.token): Record<string, unknown> {
     const serviceName = (prepare(db, 'SELECT name FROM services WHERE id = ?').get(s.serviceId) as { name: string } | undefined)?.name ?? '';
@@ -420,6 +427,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     present,
     find,
     get,
+    routePath,
     getOwn,
     list,
     listForCaller,
