@@ -105,7 +105,14 @@ export function createControlListener(options: ControlListenerOptions) {
       socket.pause();
       const [hello, ...early] = messages;
       if (early.length > 0) return refuse(socket, hello, 'messages sent before the hello was answered');
-      onHello(socket, hello!, decoder.takeBuffered());
+      try {
+        onHello(socket, hello!, decoder.takeBuffered());
+      } catch (err) {
+        // Nothing a router sends may take the process down: this connection ends, the router retries.
+        options.log.warn({ remoteAddress: socket.remoteAddress, err: (err as Error).message }, 'control channel setup failed');
+        socket.destroy();
+        return;
+      }
       socket.resume();
     };
     socket.on('data', onData);

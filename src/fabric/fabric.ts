@@ -149,11 +149,14 @@ export function createFabric(options: FabricOptions) {
     if (session.isEdge) edgeRequests.attach(session);
     if (session.isEdge) startEdgeSync(session).catch((err: Error) => log.warn({ routerId: session.routerId, err: err.message }, 'edge sync failed'));
     router.channel.once('close', (reason) => {
-      live.disconnected(session.routerId, session.connectionId);
-      if (sessions.get(session.routerId) === session) {
+      const current = sessions.get(session.routerId) === session;
+      if (current) sessions.delete(session.routerId);
+      try {
+        live.disconnected(session.routerId, session.connectionId);
         // Not replaced by a newer connection: what the router held goes with it.
-        sessions.delete(session.routerId);
-        edgeRequests.routerGone(session.routerId);
+        if (current) edgeRequests.routerGone(session.routerId);
+      } catch (err) {
+        log.warn({ routerId: session.routerId, err: (err as Error).message }, 'could not record the router disconnect');
       }
       log.info({ routerId: session.routerId, connectionId: session.connectionId, reason }, 'router disconnected');
     });
@@ -302,7 +305,13 @@ export function createFabric(options: FabricOptions) {
       }
     }
   }
-  const checkTimer = setInterval(checkStoredRouters, options.checkIntervalMs ?? 1000);
+  const checkTimer = setInterval(() => {
+    try {
+      checkStoredRouters();
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'could not check connected routers against the store');
+    }
+  }, options.checkIntervalMs ?? 1000);
   checkTimer.unref();
 
   return {

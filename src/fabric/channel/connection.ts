@@ -31,6 +31,9 @@ import {
 /** After the hello: no single message may exceed these (a full data model for a large network fits). */
 export const CHANNEL_LIMITS: DecoderLimits = { maxHeaders: 1 << 20, maxBody: 64 << 20 };
 
+/** Bytes queued for a peer beyond which it counts as gone. */
+const MAX_UNSENT_BYTES = 256 << 20;
+
 export interface ChannelTimings {
   /** How often the controller sends its own heartbeat. */
   heartbeatIntervalMs: number;
@@ -101,6 +104,8 @@ export class ControlChannel extends EventEmitter<{ close: [reason: string] }> {
     msg.sequence = this.nextSequence++;
     if (this.nextSequence > 0x7fffffff) this.nextSequence = 1;
     this.stream.write(encodeMessage(msg));
+    // A peer that stops reading must not make the controller buffer without bound.
+    if (this.stream.writableLength > MAX_UNSENT_BYTES) this.close(`peer is not reading (${this.stream.writableLength} bytes unsent)`);
     return msg.sequence;
   }
 
