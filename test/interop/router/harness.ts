@@ -8,9 +8,11 @@
  * address and every `0.0.0.0` bind rewritten to 127.0.0.1. All files live in one temp dir per test process
  * (`workDir()`). Every router process started here is tracked: `cleanupRouters()` (call it from the suite's `after`
  * hook) stops them, and exit/signal handlers kill whatever is left, so no router outlives the test process.
+ * Other programs a suite runs beside the routers (SDK peers, tunnelers, scripts) go through `startProcess`, which
+ * tracks them the same way and keeps their output (in memory, line by line, and in a log file).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -528,12 +530,218 @@ export function startRouter(configFile: string, opts: StartOptions = {}): Router
   };
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// Other processes: SDK peers, tunnelers, scripts
+
+export interface PeerExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface PeerProcess {
+  readonly name: string;
+  readonly pid: number;
+  /** stdout and stderr, appended across restarts of the same name. */
+  readonly logFile: string;
+  /** Set once the process has exited. */
+  readonly exit: PeerExit | undefined;
+  /** Every complete stdout line so far. */
+  readonly lines: readonly string[];
+  /** Everything written to stderr so far. */
+  stderr(): string;
+  /**
+   * Waits for a stdout line matching `pattern` at index `from` (default 0) or later; returns its index and text.
+   * Fails at once when the process exits first, and after `timeoutMs`; both messages quote the output's tail.
+   */
+  waitForLine(pattern: RegExp | string, timeoutMs: number, from?: number): Promise<{ index: number; line: string }>;
+  /** Writes one line to stdin (started with `stdin: true`). */
+  send(line: string): void;
+  /** Sends `line` and waits for the next stdout line matching `answer` (default: any line); returns it. */
+  ask(line: string, timeoutMs: number, answer?: RegExp): Promise<string>;
+  /** Resolves with the exit once the process has exited (at most `timeoutMs`, else throws). */
+  exited(timeoutMs: number): Promise<PeerExit>;
+  /** SIGTERM, then SIGKILL after `timeoutMs` (10 s); removes the agent socket. */
+  stop(timeoutMs?: number): Promise<void>;
+  /** SIGKILL; removes the agent socket. */
+  kill9(): Promise<void>;
+  /** The last `lines` lines of stdout and stderr, for messages. */
+  tail(lines?: number): string;
+}
+
+export interface ProcessOptions {
+  env?: Record<string, string>;
+  cwd?: string;
+  /** Keep stdin open for `send` / `ask`. */
+  stdin?: boolean;
+}
+
+/**
+ * Starts `command args` as a tracked process (stopped by cleanupRouters, killed by the exit handlers, its
+ * `/tmp/gops-agent.<pid>.sock` removed when it ends). Its output goes to `<workDir>/logs/<name>.log`, which
+ * printRouterLogs shows with the router logs.
+ */
+export function startProcess(name: string, command: string, args: string[], opts: ProcessOptions = {}): PeerProcess {
+  installExitHandlers();
+  const logDir = join(workDir(), 'logs');
+  mkdirSync(logDir, { recursive: true });
+  const logFile = join(logDir, `${name}.log`);
+  logFiles.add(logFile);
+  appendFileSync(logFile, `\n===== ${new Date().toISOString()} ${basename(command)} ${args.join(' ')}\n`);
+  const child = spawn(command, args, {
+    cwd: opts.cwd,
+    stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ZITI_CONFIG_DIR: cliConfigDir(), ...opts.env },
+  });
+  if (child.pid === undefined) throw new Error(`could not start ${command} ${args.join(' ')}`);
+  const pid = child.pid;
+  live.add(child);
+  const lines: string[] = [];
+  let pending = '';
+  let errText = '';
+  let exit: PeerExit | undefined;
+  const waiters = new Set<() => void>();
+  const wake = (): void => {
+    for (const w of [...waiters]) w();
+  };
+  child.stdout?.setEncoding('utf8');
+  child.stderr?.setEncoding('utf8');
+  child.stdout?.on('data', (chunk: string) => {
+    appendFileSync(logFile, chunk);
+    pending += chunk;
+    const parts = pending.split('\n');
+    pending = parts.pop() ?? '';
+    lines.push(...parts);
+    if (parts.length) wake();
+  });
+  child.stderr?.on('data', (chunk: string) => {
+    appendFileSync(logFile, chunk);
+    errText += chunk;
+    if (errText.length > 2_000_000) errText = errText.slice(-1_000_000);
+  });
+  child.stdin?.on('error', () => undefined);
+  child.on('error', () => undefined);
+  child.on('close', (code, signal) => {
+    if (pending) lines.push(pending);
+    pending = '';
+    exit = { code, signal };
+    live.delete(child);
+    removeAgentSocket(pid);
+    appendFileSync(logFile, `===== exited ${JSON.stringify(exit)}\n`);
+    wake();
+  });
+
+  function tailText(n = 30): string {
+    const out = lines.slice(-n).join('\n');
+    const err = errText.split('\n').slice(-n).join('\n');
+    return `stdout: ${out || '(none)'}\nstderr: ${err.trim() || '(none)'}`;
+  }
+
+  function waitForLine(pattern: RegExp | string, timeoutMs: number, from = 0): Promise<{ index: number; line: string }> {
+    const matches = (l: string): boolean => (typeof pattern === 'string' ? l.includes(pattern) : pattern.test(l));
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        for (let i = from; i < lines.length; i++) {
+          if (matches(lines[i])) {
+            done();
+            resolve({ index: i, line: lines[i] });
+            return;
+          }
+        }
+        if (exit) {
+          done();
+          reject(new Error(`${name} exited (${JSON.stringify(exit)}) before printing a line matching ${pattern}\n${tailText()}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`${name}: no line matching ${pattern} within ${timeoutMs} ms\n${tailText()}`));
+      }, timeoutMs);
+      const done = (): void => {
+        clearTimeout(timer);
+        waiters.delete(check);
+      };
+      waiters.add(check);
+      check();
+    });
+  }
+
+  function send(line: string): void {
+    if (!child.stdin) throw new Error(`${name} was started without stdin`);
+    appendFileSync(logFile, `<<< ${line}\n`);
+    child.stdin.write(`${line}\n`);
+  }
+
+  async function ask(line: string, timeoutMs: number, answer: RegExp = /./): Promise<string> {
+    const from = lines.length;
+    send(line);
+    return (await waitForLine(answer, timeoutMs, from)).line;
+  }
+
+  async function exited(timeoutMs: number): Promise<PeerExit> {
+    if (!(await waitExit(child, timeoutMs))) throw new Error(`${name} still running after ${timeoutMs} ms\n${tailText()}`);
+    // 'exit' can come before the output is drained ('close'): wait for that too.
+    await new Promise<void>((r) => (exit ? r() : child.once('close', () => r())));
+    return exit as PeerExit;
+  }
+
+  async function stop(timeoutMs = 10_000): Promise<void> {
+    if (!(await waitExit(child, 0))) {
+      child.kill('SIGTERM');
+      if (!(await waitExit(child, timeoutMs))) {
+        child.kill('SIGKILL');
+        await waitExit(child, 10_000);
+      }
+    }
+    live.delete(child);
+    removeAgentSocket(pid);
+  }
+
+  async function kill9(): Promise<void> {
+    if (!(await waitExit(child, 0))) {
+      child.kill('SIGKILL');
+      await waitExit(child, 10_000);
+    }
+    live.delete(child);
+    removeAgentSocket(pid);
+  }
+
+  return {
+    name,
+    pid,
+    logFile,
+    get exit() {
+      return exit;
+    },
+    lines,
+    stderr: () => errText,
+    waitForLine,
+    send,
+    ask,
+    exited,
+    stop,
+    kill9,
+    tail: tailText,
+  };
+}
+
+/** Runs a program to its end (a tracked process, killed after `timeoutMs`); its exit, stdout lines and stderr. */
+export async function runProcess(name: string, command: string, args: string[], timeoutMs: number, opts: ProcessOptions = {}): Promise<{ exit: PeerExit; stdout: string[]; stderr: string }> {
+  const p = startProcess(name, command, args, opts);
+  try {
+    const exit = await p.exited(timeoutMs);
+    return { exit, stdout: [...p.lines], stderr: p.stderr() };
+  } catch (err) {
+    await p.kill9();
+    throw err;
+  }
+}
+
 /** How much of each log printRouterLogs has shown already. */
 const printedUpTo = new Map<string, number>();
 
 /**
- * Prints, for every router log written by this process, the tail (at most `lines` lines) of what was appended since
- * the previous call, to stderr (which the test reporter shows).
+ * Prints, for every router (and startProcess) log written by this process, the tail (at most `lines` lines) of what
+ * was appended since the previous call, to stderr (which the test reporter shows).
  */
 export function printRouterLogs(reason: string, lines = 60): void {
   for (const file of logFiles) {
@@ -564,7 +772,10 @@ function killAllSync(): void {
 
 let exitHandlersInstalled = false;
 
-/** Kills every router left running when the test process exits, is interrupted or terminated. */
+/**
+ * Kills every router (and process of startProcess) left running when the test process exits, is interrupted or
+ * terminated.
+ */
 function installExitHandlers(): void {
   if (exitHandlersInstalled) return;
   exitHandlersInstalled = true;
@@ -587,8 +798,9 @@ function removeWorkDir(): void {
 }
 
 /**
- * Stops every router still running and removes the work dir. With `keepLogs` (a test failed) the router logs are
- * first copied to a fresh `portcullis-router-logs-*` folder under the temp dir, whose path is printed.
+ * Stops every router (and process of startProcess) still running and removes the work dir. With `keepLogs` (a test
+ * failed) the logs are first copied to a fresh `portcullis-router-logs-*` folder under the temp dir, whose path is
+ * printed.
  */
 export async function cleanupRouters(opts: { keepLogs?: boolean } = {}): Promise<void> {
   const children = [...live];

@@ -2,17 +2,34 @@
 // message back prefixed with "echo:", `dial` connects to it through an edge router, exchanges N messages,
 // checks every answer and closes. Each prints one line when done ("bound", "ok <n>") and exits non-zero on
 // any error, so the Node suite can drive it.
+//
+// Two more modes for tests that need one SDK context across several steps:
+//
+//   - `bind <identity.json> <service> <seconds>` binds like `host` but waits until the router has accepted the
+//     bind (one established listener) and fails with the SDK's error if that does not happen within <seconds>;
+//     then prints "bound" and echoes like `host`.
+//   - `session <identity.json> <service>` authenticates, prints "ready", then reads commands from stdin, one a
+//     line, and answers each with one line: `dial <n>` (a new connection, n messages, close: "ok <n>"), `open`
+//     (a connection kept open: "opened"), `exchange <n> [delayMs]` (n messages on the open connection, with an
+//     optional pause between them: "ok <n>"), `close` ("closed"), `quit`. A failed step answers
+//     "error <what>: <the SDK's error>" and the session goes on.
+//
+// `bench <identity.json> <service> <seconds> <concurrency>` (bench.go) measures dial to first byte for the fabric
+// benchmark and prints one JSON line.
 package main
 
 import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/openziti/sdk-golang/ziti"
+	"github.com/openziti/sdk-golang/ziti/edge"
 )
 
 func fail(format string, args ...any) {
@@ -50,6 +67,12 @@ func host(identityFile, service string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	fmt.Println("bound")
+	serve(listener)
+}
+
+// serve echoes every line of every accepted connection back prefixed with "echo:"; "peer closed" when a dialer
+// closes its side.
+func serve(listener edge.Listener) {
 	for {
 		conn, err := listener.Accept()
 		if err != nil {
@@ -105,9 +128,140 @@ func dial(identityFile, service string, count int) {
 	fmt.Printf("ok %d\n", count)
 }
 
+// bind listens and waits until the router accepted the bind (one established listener) or the time is up.
+func bind(identityFile, service string, seconds int) {
+	ctx := context(identityFile)
+	options := ziti.DefaultListenOptions()
+	options.ConnectTimeout = time.Duration(seconds) * time.Second
+	options.WaitForNEstablishedListeners = 1
+	listener, err := ctx.ListenWithOptions(service, options)
+	if err != nil {
+		fail("listen: %v", err)
+	}
+	fmt.Println("bound")
+	serve(listener)
+}
+
+// exchange writes count messages on conn and checks every answer, pausing delay between them.
+func exchange(conn net.Conn, reader *bufio.Reader, count int, delay time.Duration) error {
+	for i := 0; i < count; i++ {
+		if i > 0 && delay > 0 {
+			time.Sleep(delay)
+		}
+		msg := fmt.Sprintf("message %d %s\n", i, time.Now().Format(time.RFC3339Nano))
+		if _, err := conn.Write([]byte(msg)); err != nil {
+			return fmt.Errorf("write %d: %w", i, err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		answer, err := reader.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("read %d: %w", i, err)
+		}
+		if answer != "echo:"+msg {
+			return fmt.Errorf("answer %d: got %q, want %q", i, answer, "echo:"+msg)
+		}
+	}
+	return nil
+}
+
+// session runs stdin commands against one SDK context (see the package comment).
+func session(identityFile, service string) {
+	ctx := context(identityFile)
+	if err := ctx.Authenticate(); err != nil {
+		fail("authenticate: %v", err)
+	}
+	fmt.Println("ready")
+	var conn net.Conn
+	var reader *bufio.Reader
+	answer := func(format string, args ...any) {
+		fmt.Println(strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " "))
+	}
+	number := func(fields []string, i, def int) int {
+		if len(fields) <= i {
+			return def
+		}
+		n, err := strconv.Atoi(fields[i])
+		if err != nil {
+			return def
+		}
+		return n
+	}
+	lines := bufio.NewScanner(os.Stdin)
+	for lines.Scan() {
+		fields := strings.Fields(lines.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		switch fields[0] {
+		case "dial":
+			n := number(fields, 1, 1)
+			c, err := ctx.Dial(service)
+			if err != nil {
+				answer("error dial: %v", err)
+				continue
+			}
+			err = exchange(c, bufio.NewReader(c), n, 0)
+			closeErr := c.Close()
+			if err != nil {
+				answer("error %v", err)
+			} else if closeErr != nil {
+				answer("error close: %v", closeErr)
+			} else {
+				answer("ok %d", n)
+			}
+		case "open":
+			if conn != nil {
+				_ = conn.Close()
+			}
+			c, err := ctx.Dial(service)
+			if err != nil {
+				conn = nil
+				answer("error dial: %v", err)
+				continue
+			}
+			conn, reader = c, bufio.NewReader(c)
+			answer("opened")
+		case "exchange":
+			if conn == nil {
+				answer("error exchange: no open connection")
+				continue
+			}
+			n := number(fields, 1, 1)
+			if err := exchange(conn, reader, n, time.Duration(number(fields, 2, 0))*time.Millisecond); err != nil {
+				answer("error %v", err)
+			} else {
+				answer("ok %d", n)
+			}
+		case "close":
+			if conn == nil {
+				answer("closed")
+				continue
+			}
+			err := conn.Close()
+			conn = nil
+			if err != nil {
+				answer("error close: %v", err)
+			} else {
+				answer("closed")
+			}
+		case "quit":
+			if conn != nil {
+				_ = conn.Close()
+			}
+			ctx.Close()
+			return
+		default:
+			answer("error unknown command %q", fields[0])
+		}
+	}
+	ctx.Close()
+}
+
 func main() {
 	if len(os.Args) < 4 {
-		fail("usage: sdkecho host <identity.json> <service> | dial <identity.json> <service> <count>")
+		fail("usage: sdkecho host <identity.json> <service> | dial <identity.json> <service> <count> | " +
+			"bind <identity.json> <service> <seconds> | session <identity.json> <service> | " +
+			"bench <identity.json> <service> <seconds> <concurrency>")
 	}
 	switch os.Args[1] {
 	case "host":
@@ -122,6 +276,20 @@ func main() {
 			count = n
 		}
 		dial(os.Args[2], os.Args[3], count)
+	case "bind":
+		seconds := 20
+		if len(os.Args) > 4 {
+			n, err := strconv.Atoi(os.Args[4])
+			if err != nil {
+				fail("seconds: %v", err)
+			}
+			seconds = n
+		}
+		bind(os.Args[2], os.Args[3], seconds)
+	case "session":
+		session(os.Args[2], os.Args[3])
+	case "bench":
+		benchMain(os.Args[2:])
 	default:
 		fail("unknown mode %s", os.Args[1])
 	}
