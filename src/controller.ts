@@ -69,6 +69,7 @@ import { createPostureCheckTypeService } from './resources/posture-check-types/p
 import { createDatabaseOps, resetDatabaseOps } from './resources/database/database-ops.ts';
 import { loadOrCreateTokenSeal } from './auth/token-seal.ts';
 import { createFabric, type Fabric } from './fabric/fabric.ts';
+import { loneBus, type FabricBus } from './fabric/bus.ts';
 import type { FabricAccess } from './fabric/service-access.ts';
 import { createPostureEvaluator, type PostureEvaluator } from './posture/posture-evaluator.ts';
 import { clearLiveRouters, createLiveRouters } from './fabric/live-routers.ts';
@@ -107,6 +108,8 @@ export interface StartOptions {
   workerId?: string;
   /** This process's name in the change feed and as owner of an integrity run (random by default). */
   origin?: string;
+  /** How this process reaches the routers other processes hold (cluster workers); alone by default. */
+  bus?: FabricBus;
 }
 
 /** Loads the controller PKI from the data dir, creating it at first start. */
@@ -295,6 +298,7 @@ export async function startController(config: Config, options: StartOptions = {}
       controllerVersion: controllerVersionInfo(startedAt),
       live: liveRouters,
       owner: feed.origin,
+      bus: options.bus ?? loneBus(feed.origin),
       log: app.log,
     });
     await app.listen({ host: config.address, port: config.port });

@@ -13,6 +13,7 @@ import type { Config } from '../config.ts';
 import { prepareDataDir } from '../controller.ts';
 import { openDatabase, closeDatabase } from '../store/database.ts';
 import { clearLiveRoutersOf } from '../fabric/live-routers.ts';
+import { isBusEnvelope } from '../fabric/bus.ts';
 import { abandonIntegrityRun } from '../resources/database/database-ops.ts';
 import { printAdminCredentials } from './messages.ts';
 
@@ -47,6 +48,11 @@ export async function runPrimary(config: Config): Promise<void> {
     const worker = cluster.fork();
     states.set(worker, { startedAt: Date.now(), listening: false });
     worker.on('message', (message: { type?: string; origin?: string }) => {
+      if (isBusEnvelope(message)) {
+        // Fabric messages between workers (src/fabric/bus.ts): handed to the worker of that name, if it lives.
+        for (const [other, s] of states) if (s.origin === message.to && !other.isDead()) other.send(message);
+        return;
+      }
       const state = states.get(worker);
       if (!state || message?.type !== 'listening') return;
       state.listening = true;

@@ -9,11 +9,12 @@ import type { Config } from '../config.ts';
 import { startController } from '../controller.ts';
 import { newOrigin } from './change-feed.ts';
 import { stopOnSignals } from './shutdown.ts';
+import { workerBus } from '../fabric/bus.ts';
 
 export async function runWorker(config: Config): Promise<void> {
   const worker = cluster.worker!;
   const origin = newOrigin();
-  const controller = await startController(config, { firstStart: false, workerId: String(worker.id), origin });
+  const controller = await startController(config, { firstStart: false, workerId: String(worker.id), origin, bus: workerBus(origin, { send: (m) => process.send!(m), on: (event, listener) => process.on(event, listener) }) });
   const shutdown = stopOnSignals(controller, (signal) => controller.app.log.debug({ signal, worker: worker.id }, 'worker shutting down'));
   worker.on('disconnect', () => shutdown('primary gone'));
   worker.on('message', (message: { type?: string; workers?: number }) => {

@@ -29,6 +29,8 @@ import { CtrlContentType, DestType, FaultSubject } from './proto/ctrl.ts';
 import { CreateTerminatorResult, EdgeContentType } from './proto/edge-ctrl.ts';
 import { CreateCircuitV2RequestHeader, CreateCircuitV2ResponseHeader, EdgeErrorHeader, PeerDataKey, RouteResultHeader } from './proto/header-messages.ts';
 import { AccessRefused, EdgeErrorCode, type ServiceAccessCheck } from './service-access.ts';
+import type { Mesh } from './mesh.ts';
+import { cheapestPaths, type Path } from './paths.ts';
 
 export interface EdgeRequestLog {
   info(obj: object, msg: string): void;
@@ -51,6 +53,8 @@ export interface Circuit {
   terminatorId: string;
   /** Routers of the path, ingress first. */
   path: string[];
+  /** Links between them, in path order. */
+  links: string[];
   ingressId: string;
   egressId: string;
   createdAt: Date;
@@ -99,15 +103,66 @@ function peerDataOf(json: string): Map<number, Buffer> {
   return out;
 }
 
-/** Picks the terminator a dial goes to: `required` before `default`, never `failed`; the cheapest; at random among equals. */
-export function pickTerminator<T extends { cost: number; precedence: string }>(candidates: readonly T[], random: () => number = Math.random): T | undefined {
+/**
+ * Picks the terminator a dial goes to: `required` before `default`, never `failed`; the least cost (by
+ * default its own; the caller adds the path to its router); at random among equals.
+ */
+export function pickTerminator<T extends { cost: number; precedence: string }>(
+  candidates: readonly T[],
+  costOf: (t: T) => number = (t) => t.cost,
+  random: () => number = Math.random,
+): T | undefined {
   const usable = candidates.filter((t) => t.precedence !== 'failed');
   if (usable.length === 0) return undefined;
   const required = usable.filter((t) => t.precedence === 'required');
   const pool = required.length > 0 ? required : usable;
-  const least = Math.min(...pool.map((t) => t.cost));
-  const best = pool.filter((t) => t.cost === least);
+  const least = Math.min(...pool.map(costOf));
+  const best = pool.filter((t) => costOf(t) === least);
   return best[Math.floor(random() * best.length)];
+}
+
+function unrouteMessage(circuitId: string): ChannelMessage {
+  return message(CtrlContentType.Unroute, encode('ctrl.Unroute', { circuitId, now: true }));
+}
+
+/**
+ * The route each router of a path gets: the dialer's router forwards between its ingress and the first link,
+ * each transit router between its two links, the host's router between the last link and its egress (which
+ * dials the terminator); on one router, ingress and egress meet directly.
+ */
+export function routeMessages(
+  circuitId: string,
+  attempt: number,
+  path: Path,
+  ingressId: string,
+  egressId: string,
+  destination: string,
+  peerData: ReadonlyMap<number, Uint8Array>,
+  tags: Record<string, string>,
+): Array<{ routerId: string; route: ChannelMessage }> {
+  const last = path.routers.length - 1;
+  return path.routers.map((routerId, i) => {
+    const into = i === 0 ? ingressId : path.links[i - 1]!;
+    const out = i === last ? egressId : path.links[i]!;
+    const forwards = [
+      { srcAddress: into, dstAddress: out, dstType: i === last ? DestType.End : DestType.Link },
+      { srcAddress: out, dstAddress: into, dstType: i === 0 ? DestType.Start : DestType.Link },
+    ];
+    if (i === last && last > 0) {
+      // The host's router: from its egress back over the link, and from the link to its egress.
+      forwards[0] = { srcAddress: egressId, dstAddress: into, dstType: DestType.Link };
+      forwards[1] = { srcAddress: into, dstAddress: egressId, dstType: DestType.End };
+    }
+    const body = encode('ctrl.Route', {
+      circuitId,
+      attempt,
+      timeout: BigInt(ROUTE_TIMEOUT_MS) * 1_000_000n,
+      forwards,
+      ...(i === last ? { egress: { binding: 'edge', address: egressId, destination, peerData: new Map(peerData) } } : {}),
+      tags,
+    });
+    return { routerId, route: message(CtrlContentType.Route, body) };
+  });
 }
 
 export interface EdgeRequestOptions {
@@ -116,8 +171,12 @@ export interface EdgeRequestOptions {
   controllerId: string;
   /** This process's name: the owner of the circuit rows it writes. */
   owner: string;
-  /** The channel of a router held by this process. */
-  routerChannel(routerId: string): ControlChannel | undefined;
+  /** Routers wherever they are held, and the graph to route over. */
+  mesh: Pick<Mesh, 'requestOn' | 'sendOn' | 'graph'>;
+  /** A router reports a link failed. */
+  onLinkFault(routerId: string, linkId: string, iteration: number): void;
+  /** Hands a fault to the process owning the circuit; false when it can not be reached. */
+  forwardFault(owner: string, circuitId: string, reporter: string): boolean;
   log: EdgeRequestLog;
   now?: () => Date;
 }
@@ -263,48 +322,38 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
     const tried = new Set<string>();
     const circuitId = newId();
     for (let attempt = 0; attempt < CIRCUIT_ATTEMPTS; attempt++) {
+      const { routers, links } = options.mesh.graph();
+      const paths = cheapestPaths(router.routerId, routers, links);
       const candidates = (
-        prepare(
-          db,
-          `SELECT id, router_id, address, cost, precedence, host_id, peer_data FROM terminators
-           WHERE service_id = ? AND router_id = ? AND (? = '' OR instance_id = ?)`,
-        ).all(granted.serviceId, router.routerId, instanceId, instanceId) as TerminatorRow[]
-      ).filter((t) => !tried.has(t.id));
-      const terminator = pickTerminator(candidates);
+        prepare(db, `SELECT id, router_id, address, cost, precedence, host_id, peer_data FROM terminators WHERE service_id = ? AND (? = '' OR instance_id = ?)`).all(
+          granted.serviceId,
+          instanceId,
+          instanceId,
+        ) as TerminatorRow[]
+      ).filter((t) => !tried.has(t.id) && paths.has(t.router_id));
+      const terminator = pickTerminator(candidates, (t) => t.cost + paths.get(t.router_id)!.cost);
       if (!terminator) {
-        return fail(EdgeErrorCode.InvalidTerminator, tried.size > 0 ? `no terminator of service ${granted.serviceId} answered` : `service ${granted.serviceId} has no terminators reachable through this router`, circuitId);
+        return fail(EdgeErrorCode.InvalidTerminator, tried.size > 0 ? `no terminator of service ${granted.serviceId} answered` : `service ${granted.serviceId} has no terminators reachable from this router`, circuitId);
       }
       tried.add(terminator.id);
+      const path = paths.get(terminator.router_id)!;
       const ingressId = newId();
       const egressId = newId();
-      const route = encode('ctrl.Route', {
-        circuitId,
-        attempt,
-        timeout: BigInt(ROUTE_TIMEOUT_MS) * 1_000_000n,
-        forwards: [
-          { srcAddress: ingressId, dstAddress: egressId, dstType: DestType.End },
-          { srcAddress: egressId, dstAddress: ingressId, dstType: DestType.Start },
-        ],
-        egress: { binding: 'edge', address: egressId, destination: terminator.address, peerData },
-        tags: { serviceId: granted.serviceId, clientId: granted.identityId, hostId: terminator.host_id },
-      });
-      let result: ChannelMessage;
-      try {
-        result = await router.channel.request(message(CtrlContentType.Route, route), ROUTE_TIMEOUT_MS);
-      } catch (err) {
-        log.warn({ circuitId, routerId: router.routerId, err: (err as Error).message }, 'route failed');
-        if (router.channel.closed) return;
-        router.channel.send(message(CtrlContentType.Unroute, encode('ctrl.Unroute', { circuitId, now: true })));
+      const tags = { serviceId: granted.serviceId, clientId: granted.identityId, hostId: terminator.host_id };
+      const routes = routeMessages(circuitId, attempt, path, ingressId, egressId, terminator.address, peerData, tags);
+      const results = await Promise.allSettled(routes.map(({ routerId, route }) => options.mesh.requestOn(routerId, route, ROUTE_TIMEOUT_MS)));
+      const failure = results.findIndex((r) => r.status === 'rejected' || !r.value.headers.has(RouteResultHeader.Success));
+      if (failure >= 0) {
+        const r = results[failure]!;
+        const reason = r.status === 'rejected' ? (r.reason as Error).message : (readString(r.value.headers.get(RouteResultHeader.Error)) ?? 'route refused');
+        const code = r.status === 'fulfilled' ? (r.value.headers.get(RouteResultHeader.ErrorCode)?.[0] ?? 0) : 0;
+        log.info({ circuitId, routerId: routes[failure]!.routerId, terminatorId: terminator.id, reason, code }, 'route failed');
+        // Code 1 at the egress: the router does not know the terminator (its host went away): forget it.
+        if (code === 1 && failure === routes.length - 1) prepare(db, "DELETE FROM terminators WHERE id = ? AND binding = 'edge'").run(terminator.id);
+        for (const { routerId } of routes) options.mesh.sendOn(routerId, unrouteMessage(circuitId));
         continue;
       }
-      if (!result.headers.has(RouteResultHeader.Success)) {
-        const reason = readString(result.headers.get(RouteResultHeader.Error)) ?? 'route refused';
-        const code = result.headers.get(RouteResultHeader.ErrorCode)?.[0] ?? 0;
-        log.info({ circuitId, terminatorId: terminator.id, reason, code }, 'egress could not dial the terminator');
-        // Code 1: the router does not know the terminator (its host went away): forget it.
-        if (code === 1) prepare(db, "DELETE FROM terminators WHERE id = ? AND binding = 'edge'").run(terminator.id);
-        continue;
-      }
+      const result = (results[results.length - 1] as PromiseFulfilledResult<ChannelMessage>).value;
       const circuit: Circuit = {
         id: circuitId,
         serviceId: granted.serviceId,
@@ -312,7 +361,8 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
         apiSessionId: granted.apiSessionId,
         sessionId: granted.sessionId,
         terminatorId: terminator.id,
-        path: [router.routerId],
+        path: path.routers,
+        links: path.links,
         ingressId,
         egressId,
         createdAt: now(),
@@ -320,13 +370,23 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
       circuits.set(circuitId, circuit);
       prepare(
         db,
-        `INSERT INTO circuits (id, owner, session_id, api_session_id, identity_id, service_id, terminator_id, path, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(circuitId, options.owner, circuit.sessionId, circuit.apiSessionId, circuit.identityId, circuit.serviceId, circuit.terminatorId, JSON.stringify(circuit.path), circuit.createdAt.toISOString());
+        `INSERT INTO circuits (id, owner, session_id, api_session_id, identity_id, service_id, terminator_id, path, links, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(
+        circuitId,
+        options.owner,
+        circuit.sessionId,
+        circuit.apiSessionId,
+        circuit.identityId,
+        circuit.serviceId,
+        circuit.terminatorId,
+        JSON.stringify(circuit.path),
+        JSON.stringify(circuit.links),
+        circuit.createdAt.toISOString(),
+      );
       const answerPeerData = peerDataOf(terminator.peer_data);
       for (const [key, value] of result.headers) if (!ROUTE_RESULT_OWN.has(key) && key > ChannelHeader.IsFirstGroupConnection) answerPeerData.set(key, value);
       for (const key of LOCAL_PEER_DATA) answerPeerData.delete(key);
-      const tags = { serviceId: granted.serviceId, clientId: granted.identityId, hostId: terminator.host_id };
       const reply = message(EdgeContentType.CreateCircuitV2Response, Buffer.alloc(0), [
         [CreateCircuitV2ResponseHeader.CircuitId, stringValue(circuitId)],
         [CreateCircuitV2ResponseHeader.Address, stringValue(ingressId)],
@@ -335,7 +395,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
       ]);
       reply.headers.set(ChannelHeader.ReplyFor, Buffer.from(Int32Array.of(msg.sequence).buffer));
       router.channel.send(reply);
-      log.debug({ circuitId, serviceId: granted.serviceId, ms: Date.now() - started }, 'circuit created');
+      log.debug({ circuitId, serviceId: granted.serviceId, hops: path.links.length, ms: Date.now() - started }, 'circuit created');
       return;
     }
     fail(EdgeErrorCode.InvalidTerminator, `no terminator of service ${granted.serviceId} answered`, circuitId);
@@ -344,23 +404,35 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
   function endCircuit(circuit: Circuit, reason: string, except?: string): void {
     circuits.delete(circuit.id);
     prepare(db, 'DELETE FROM circuits WHERE id = ?').run(circuit.id);
-    for (const routerId of circuit.path) {
-      if (routerId === except) continue;
-      options.routerChannel(routerId)?.send(message(CtrlContentType.Unroute, encode('ctrl.Unroute', { circuitId: circuit.id, now: true })));
-    }
+    for (const routerId of circuit.path) if (routerId !== except) options.mesh.sendOn(routerId, unrouteMessage(circuit.id));
     log.debug({ circuitId: circuit.id, reason }, 'circuit ended');
+  }
+
+  /** A circuit this process does not own ended at one of its routers: its owner ends it. */
+  function forwardFault(circuitId: string, reporter: string): boolean {
+    const owner = prepare(db, 'SELECT owner FROM circuits WHERE id = ?').pluck().get(circuitId) as string | undefined;
+    return owner !== undefined && options.forwardFault(owner, circuitId, reporter);
+  }
+
+  /** Another process reports that a circuit of this one ended at one of its routers. */
+  function remoteFault(circuitId: string, reporter: string): void {
+    const circuit = circuits.get(circuitId);
+    if (circuit) endCircuit(circuit, 'ended at a router of its path', reporter);
   }
 
   function fault(router: RequestingRouter, msg: ChannelMessage): void {
     const f = decode('ctrl.Fault', msg.body);
-    if (f.subject === FaultSubject.IngressFault || f.subject === FaultSubject.EgressFault) {
+    if (f.subject === FaultSubject.LinkFault || f.subject === FaultSubject.LinkDuplicate) {
+      options.onLinkFault(router.routerId, f.id, f.iteration);
+    } else if (f.subject === FaultSubject.IngressFault || f.subject === FaultSubject.EgressFault) {
       const circuit = circuits.get(f.id);
       if (circuit) endCircuit(circuit, f.subject === FaultSubject.IngressFault ? 'ingress closed' : 'egress closed', router.routerId);
+      else forwardFault(f.id, router.routerId);
     } else if (f.subject === FaultSubject.ForwardFault || f.subject === FaultSubject.UnknownOwnerForwardFault) {
       for (const id of f.id.split(' ').filter(Boolean)) {
         const circuit = circuits.get(id);
         if (circuit) endCircuit(circuit, 'forwarding entry lost');
-        else router.channel.send(message(CtrlContentType.Unroute, encode('ctrl.Unroute', { circuitId: id, now: true })));
+        else if (!forwardFault(id, router.routerId)) router.channel.send(unrouteMessage(id));
       }
     }
   }
@@ -368,30 +440,32 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
   /** Routers list circuits idle for a while: any this controller does not know is removed from them. */
   function confirmCircuits(router: RequestingRouter, msg: ChannelMessage): void {
     const { circuitIds } = decode('ctrl.CircuitConfirmation', msg.body);
-    for (const id of circuitIds) {
-      if (!circuits.has(id)) router.channel.send(message(CtrlContentType.Unroute, encode('ctrl.Unroute', { circuitId: id, now: true })));
-    }
+    const known = prepare(db, 'SELECT 1 FROM circuits WHERE id = ?');
+    for (const id of circuitIds) if (!circuits.has(id) && !known.get(id)) router.channel.send(unrouteMessage(id));
   }
 
   /** A route result nobody waits for (a late one): the circuit it names is unknown, so the router drops it. */
   function strayRouteResult(router: RequestingRouter, msg: ChannelMessage): void {
     const circuitId = msg.body.toString('utf8');
-    if (circuitId && !circuits.has(circuitId)) {
-      router.channel.send(message(CtrlContentType.Unroute, encode('ctrl.Unroute', { circuitId, now: true })));
-    }
+    if (circuitId && !circuits.has(circuitId) && !prepare(db, 'SELECT 1 FROM circuits WHERE id = ?').get(circuitId)) router.channel.send(unrouteMessage(circuitId));
   }
 
-  /** Registers the handlers on an edge router's channel. */
+  /** Registers what every router may send about circuits and links. */
   function attach(router: RequestingRouter): void {
+    const { channel } = router;
+    channel.handle(CtrlContentType.Fault, (msg) => fault(router, msg));
+    channel.handle(CtrlContentType.CircuitConfirmation, (msg) => confirmCircuits(router, msg));
+    channel.handle(CtrlContentType.RouteResult, (msg) => strayRouteResult(router, msg));
+  }
+
+  /** Registers what an edge router asks for its SDKs. */
+  function attachEdge(router: RequestingRouter): void {
     const { channel } = router;
     channel.handle(EdgeContentType.CreateTerminatorV2Request, (msg) => createTerminator(router, msg));
     channel.handle(CtrlContentType.RemoveTerminatorsRequest, (msg) => removeTerminators(router, msg));
     channel.handle(EdgeContentType.RemoveTerminatorRequest, (msg) => removeEdgeTerminator(router, msg));
     channel.handle(EdgeContentType.UpdateTerminatorRequest, (msg) => updateTerminator(router, msg));
     channel.handle(EdgeContentType.CreateCircuitV2Request, (msg) => createCircuit(router, msg));
-    channel.handle(CtrlContentType.Fault, (msg) => fault(router, msg));
-    channel.handle(CtrlContentType.CircuitConfirmation, (msg) => confirmCircuits(router, msg));
-    channel.handle(CtrlContentType.RouteResult, (msg) => strayRouteResult(router, msg));
   }
 
   /** Ends circuits and terminators that an identity or API session may no longer have. */
@@ -399,7 +473,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
     for (const circuit of [...circuits.values()]) if (predicate(circuit)) endCircuit(circuit, reason);
   }
 
-  return { attach, routerGone, circuits: (): ReadonlyMap<string, Circuit> => circuits, endCircuitsWhere };
+  return { attach, attachEdge, routerGone, remoteFault, circuits: (): ReadonlyMap<string, Circuit> => circuits, endCircuitsWhere };
 }
 
 export type EdgeRequests = ReturnType<typeof createEdgeRequests>;

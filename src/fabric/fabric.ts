@@ -26,6 +26,10 @@ import { hashToken } from '../auth/api-session.service.ts';
 import type { ChannelMessage } from './channel/message.ts';
 import { EdgeContentType } from './proto/edge-ctrl.ts';
 import { createEdgeRequests } from './edge-requests.ts';
+import { createMesh, decodeListeners } from './mesh.ts';
+import type { FabricBus } from './bus.ts';
+import { HelloHeader } from './channel/hello.ts';
+import { CtrlContentType } from './proto/ctrl.ts';
 import { createServiceAccessCheck, type FabricAccess } from './service-access.ts';
 import type { JwtSigningKey } from '../pki/enrollment-jwt.ts';
 import { createSessionEventReader, readRouterApiSessions } from './store-events.ts';
@@ -58,6 +62,8 @@ export interface FabricOptions {
   signer: JwtSigningKey;
   /** Policy and posture answers, from the same access index the REST side uses. */
   access: FabricAccess;
+  /** How this process reaches routers other processes hold. */
+  bus: FabricBus;
   controllerId: string;
   controllerVersion: VersionInfo;
   /** The live router rows this process writes (owned by its change-feed origin). */
@@ -144,9 +150,12 @@ export function createFabric(options: FabricOptions) {
       synced: false,
     };
     sessions.set(session.routerId, session);
-    live.connected(session.routerId, session.connectionId, session.connectedAt, session.versionInfo, []);
+    live.connected(session.routerId, session.connectionId, session.connectedAt, session.versionInfo, linkListenersOf(router));
     for (const contentType of Object.values(ACKNOWLEDGED)) router.channel.handle(contentType, (msg, ch) => ch.result(msg, true));
-    if (session.isEdge) edgeRequests.attach(session);
+    router.channel.handle(CtrlContentType.RouterLinks, (msg) => mesh.routerLinks(session.routerId, msg));
+    router.channel.handle(CtrlContentType.VerifyRouter, (msg, ch) => mesh.verifyRouter(ch, msg));
+    edgeRequests.attach(session);
+    if (session.isEdge) edgeRequests.attachEdge(session);
     if (session.isEdge) startEdgeSync(session).catch((err: Error) => log.warn({ routerId: session.routerId, err: err.message }, 'edge sync failed'));
     router.channel.once('close', (reason) => {
       const current = sessions.get(session.routerId) === session;
@@ -154,7 +163,10 @@ export function createFabric(options: FabricOptions) {
       try {
         live.disconnected(session.routerId, session.connectionId);
         // Not replaced by a newer connection: what the router held goes with it.
-        if (current) edgeRequests.routerGone(session.routerId);
+        if (current) {
+          edgeRequests.routerGone(session.routerId);
+          mesh.routerGone(session.routerId);
+        }
       } catch (err) {
         log.warn({ routerId: session.routerId, err: (err as Error).message }, 'could not record the router disconnect');
       }
@@ -162,12 +174,36 @@ export function createFabric(options: FabricOptions) {
     });
   }
 
+  const mesh = createMesh({
+    db,
+    live,
+    bus: options.bus,
+    localChannel: (routerId) => sessions.get(routerId)?.channel,
+    localRouters: () => sessions.values(),
+    log,
+  });
+  mesh.onBusMessage((_from, payload) => {
+    if (payload.kind === 'circuit-fault') edgeRequests.remoteFault(payload.circuitId, payload.reporter);
+  });
+
+  /** The link listeners a router announced in its hello; none when the header is missing or unreadable. */
+  function linkListenersOf(router: AdmittedRouter) {
+    try {
+      return decodeListeners(router.helloMessage.headers.get(HelloHeader.Listeners));
+    } catch {
+      log.warn({ routerId: router.hello.routerId }, 'unreadable link listeners in the hello');
+      return [];
+    }
+  }
+
   const edgeRequests = createEdgeRequests({
     db,
     access: createServiceAccessCheck({ db, signer: options.signer, access: options.access }),
     controllerId: options.controllerId,
     owner: options.owner,
-    routerChannel: (routerId) => sessions.get(routerId)?.channel,
+    mesh,
+    onLinkFault: (routerId, linkId, iteration) => mesh.linkFault(routerId, linkId, iteration),
+    forwardFault: (owner, circuitId, reporter) => options.bus.send(owner, { kind: 'circuit-fault', circuitId, reporter }),
     log,
   });
 
@@ -286,6 +322,10 @@ export function createFabric(options: FabricOptions) {
   const pollTimer = setInterval(() => {
     try {
       pushSessionChanges();
+      mesh.syncPeers();
+      // Circuits over links that went away end (routers report the rest as faults).
+      const links = mesh.linkIds();
+      edgeRequests.endCircuitsWhere((c) => c.links.some((l) => !links.has(l)), 'a link of its path went away');
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'could not push session changes to routers');
     }

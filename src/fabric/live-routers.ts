@@ -20,6 +20,8 @@ export interface LinkListener {
 
 export interface LiveRouter {
   routerId: string;
+  /** The process holding the router's control channel. */
+  owner: string;
   connectionId: string;
   connectedAt: string;
   hostname: string;
@@ -31,6 +33,7 @@ export interface LiveRouter {
 
 interface Row {
   router_id: string;
+  owner: string;
   connection_id: string;
   connected_at: string;
   hostname: string;
@@ -43,6 +46,7 @@ interface Row {
 function liveOf(row: Row): LiveRouter {
   return {
     routerId: row.router_id,
+    owner: row.owner,
     connectionId: row.connection_id,
     connectedAt: row.connected_at,
     hostname: row.hostname,
@@ -64,6 +68,7 @@ export function clearLiveRouters(db: Db): void {
   db.transaction(() => {
     prepare(db, `DELETE FROM terminators WHERE ${ROUTER_TERMINATORS}`).run();
     prepare(db, 'DELETE FROM circuits').run();
+    prepare(db, 'DELETE FROM links').run();
     prepare(db, 'DELETE FROM identity_router_connections').run();
     prepare(db, 'DELETE FROM router_connections').run();
   }).immediate();
@@ -76,6 +81,7 @@ export function clearLiveRoutersOf(db: Db, owner: string): void {
     prepare(db, `DELETE FROM terminators WHERE ${ROUTER_TERMINATORS} AND router_id IN (${held})`).run(owner);
     prepare(db, `DELETE FROM identity_router_connections WHERE router_id IN (${held})`).run(owner);
     prepare(db, 'DELETE FROM circuits WHERE owner = ?').run(owner);
+    prepare(db, 'DELETE FROM links WHERE owner = ?').run(owner);
     prepare(db, 'DELETE FROM router_connections WHERE owner = ?').run(owner);
   }).immediate();
 }

@@ -6,7 +6,7 @@
 import type { Db } from './database.ts';
 import { prepare } from './entity-table.ts';
 
-export type VersionedTable = 'services' | 'configs' | 'config_types' | 'identities' | 'api_sessions' | 'auth_policies' | 'api_session_activity' | 'routers' | 'router_connections' | 'identity_router_connections';
+export type VersionedTable = 'services' | 'configs' | 'config_types' | 'identities' | 'api_sessions' | 'auth_policies' | 'api_session_activity' | 'routers' | 'router_connections' | 'identity_router_connections' | 'links';
 
 /** The current counters of `tables`, as one string (compare with `===`). */
 export function tableVersions(db: Db, tables: readonly VersionedTable[]): () => string {

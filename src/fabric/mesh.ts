@@ -1,0 +1,282 @@
+/**
+ * The router mesh as this process sees it: which routers are connected (to any process) and how to reach
+ * them, which links join them, and what every router must hear about its peers.
+ *
+ * - Peers: routers learn the other connected routers and their link listeners from peer state changes
+ *   (healthy when a router connects, unhealthy when it goes, removed when it is deleted). Every process
+ *   compares the connected routers in the store with what it last saw and tells its own routers.
+ * - Links: the router that dialed a link reports it; links are stored (any process may route over them) and
+ *   removed on a link fault (the other end is told), when the dialer reports a full list without them, and
+ *   when either router goes. A router asked to accept a link verifies the dialer through the controller.
+ * - Reaching routers: a router held here is reached on its channel; one held by another process through the
+ *   bus (the owner sends and hands back the reply).
+ */
+import type { Db } from '../store/database.ts';
+import { prepare } from '../store/entity-table.ts';
+import { versionedValue } from '../store/table-versions.ts';
+import type { BusPayload, FabricBus, WireMessage } from './bus.ts';
+import type { ControlChannel } from './channel/connection.ts';
+import { message, type ChannelMessage } from './channel/message.ts';
+import type { LinkListener, LiveRouters } from './live-routers.ts';
+import type { GraphLink, GraphRouter } from './paths.ts';
+import { decode, encode } from './proto/index.ts';
+import { CtrlContentType, FaultSubject, PeerState } from './proto/ctrl.ts';
+
+export interface MeshLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  debug(obj: object, msg: string): void;
+}
+
+export interface MeshOptions {
+  db: Db;
+  live: LiveRouters;
+  bus: FabricBus;
+  /** The channel of a router this process holds. */
+  localChannel(routerId: string): ControlChannel | undefined;
+  /** Routers this process holds. */
+  localRouters(): Iterable<{ routerId: string; channel: ControlChannel }>;
+  log: MeshLog;
+  now?: () => Date;
+}
+
+export function toWire(msg: ChannelMessage): WireMessage {
+  return { contentType: msg.contentType, headers: [...msg.headers].map(([k, v]) => [k, v.toString('base64')]), body: msg.body.toString('base64') };
+}
+
+export function fromWire(wire: WireMessage): ChannelMessage {
+  return message(wire.contentType, Buffer.from(wire.body, 'base64'), wire.headers.map(([k, v]) => [k, Buffer.from(v, 'base64')]));
+}
+
+export function decodeListeners(header: Buffer | undefined): LinkListener[] {
+  if (!header || header.length === 0) return [];
+  return decode('ctrl.Listeners', header).listeners.map((l) => ({ address: l.address, protocol: l.protocol, costTags: l.costTags, groups: l.groups }));
+}
+
+interface LinkRow {
+  id: string;
+  src_router_id: string;
+  dst_router_id: string;
+  cost: number;
+  iteration: number;
+}
+
+export function createMesh(options: MeshOptions) {
+  const { db, live, bus, log } = options;
+  const now = options.now ?? (() => new Date());
+
+  // ---- reaching routers --------------------------------------------------------------------------------------
+
+  let nextRequestId = 1;
+  const pending = new Map<number, { resolve(m: ChannelMessage): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
+
+  /** Sends to a router wherever it is held and waits for its reply. */
+  function requestOn(routerId: string, msg: ChannelMessage, timeoutMs: number): Promise<ChannelMessage> {
+    const local = options.localChannel(routerId);
+    if (local) return local.request(msg, timeoutMs);
+    const owner = live.current().get(routerId)?.owner;
+    if (!owner) return Promise.reject(new Error(`router ${routerId} is not connected`));
+    return new Promise((resolve, reject) => {
+      const requestId = nextRequestId++;
+      const timer = setTimeout(() => {
+        pending.delete(requestId);
+        reject(new Error(`no reply from router ${routerId} within ${timeoutMs} ms`));
+      }, timeoutMs + 1000);
+      timer.unref();
+      pending.set(requestId, { resolve, reject, timer });
+      if (!bus.send(owner, { kind: 'request', requestId, routerId, message: toWire(msg), timeoutMs })) {
+        clearTimeout(timer);
+        pending.delete(requestId);
+        reject(new Error(`router ${routerId} is held by a process this one can not reach`));
+      }
+    });
+  }
+
+  /** Sends to a router wherever it is held; false when it is not connected. */
+  function sendOn(routerId: string, msg: ChannelMessage): boolean {
+    const local = options.localChannel(routerId);
+    if (local) {
+      local.send(msg);
+      return true;
+    }
+    const owner = live.current().get(routerId)?.owner;
+    return owner !== undefined && bus.send(owner, { kind: 'send', routerId, message: toWire(msg) });
+  }
+
+  const otherHandlers: Array<(from: string, payload: BusPayload) => void> = [];
+
+  bus.onMessage((from, payload) => {
+    switch (payload.kind) {
+      case 'request': {
+        const channel = options.localChannel(payload.routerId);
+        if (!channel) {
+          bus.send(from, { kind: 'reply', requestId: payload.requestId, error: `router ${payload.routerId} is not held here` });
+          return;
+        }
+        channel.request(fromWire(payload.message), payload.timeoutMs).then(
+          (reply) => bus.send(from, { kind: 'reply', requestId: payload.requestId, message: toWire(reply) }),
+          (err: Error) => bus.send(from, { kind: 'reply', requestId: payload.requestId, error: err.message }),
+        );
+        return;
+      }
+      case 'reply': {
+        const waiter = pending.get(payload.requestId);
+        if (!waiter) return;
+        pending.delete(payload.requestId);
+        clearTimeout(waiter.timer);
+        if (payload.message) waiter.resolve(fromWire(payload.message));
+        else waiter.reject(new Error(payload.error ?? 'no reply'));
+        return;
+      }
+      case 'send':
+        options.localChannel(payload.routerId)?.send(fromWire(payload.message));
+        return;
+      default:
+        for (const handler of otherHandlers) handler(from, payload);
+    }
+  });
+
+  // ---- the graph -----------------------------------------------------------------------------------------------
+
+  /** Costs and traversal flags of every router (re-read only when the routers table changed). */
+  const routerFacts = versionedValue(db, ['routers'], () => {
+    const rows = prepare(db, 'SELECT id, cost, no_traversal FROM routers').all() as Array<{ id: string; cost: number; no_traversal: number }>;
+    return new Map(rows.map((r) => [r.id, { cost: r.cost, noTraversal: r.no_traversal === 1 }]));
+  });
+
+  const storedLinks = versionedValue(db, ['links'], () => prepare(db, 'SELECT id, src_router_id, dst_router_id, cost, iteration FROM links WHERE down = 0').all() as LinkRow[]);
+
+  /** The connected routers and the links between them, for path selection. */
+  function graph(): { routers: Map<string, GraphRouter>; links: GraphLink[] } {
+    const facts = routerFacts();
+    const routers = new Map<string, GraphRouter>();
+    for (const id of live.current().keys()) {
+      const f = facts.get(id);
+      if (f) routers.set(id, { id, cost: f.cost, noTraversal: f.noTraversal });
+    }
+    const links = storedLinks().map((l) => ({ id: l.id, src: l.src_router_id, dst: l.dst_router_id, cost: l.cost }));
+    return { routers, links };
+  }
+
+  /** Ids of the links that exist now. */
+  function linkIds(): Set<string> {
+    return new Set(storedLinks().map((l) => l.id));
+  }
+
+  // ---- links ---------------------------------------------------------------------------------------------------
+
+  /** A dialing router's report of its links; a full refresh drops the ones it no longer lists. */
+  function routerLinks(routerId: string, msg: ChannelMessage): void {
+    const report = decode('ctrl.RouterLinks', msg.body);
+    const at = now().toISOString();
+    const upsert = prepare(
+      db,
+      `INSERT INTO links (id, src_router_id, dst_router_id, protocol, dial_address, iteration, state, down, owner, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, 'Connected', 0, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET iteration = excluded.iteration, state = 'Connected', down = 0, owner = excluded.owner, updated_at = excluded.updated_at`,
+    );
+    const routers = new Set(prepare(db, 'SELECT id FROM routers').pluck().all() as string[]);
+    db.transaction(() => {
+      for (const link of report.links) {
+        if (!link.id || !routers.has(link.destRouterId) || link.destRouterId === routerId) continue;
+        upsert.run(link.id, routerId, link.destRouterId, link.linkProtocol, link.dialAddress, link.iteration, bus.self, at, at);
+      }
+      if (report.fullRefresh) {
+        const listed = new Set(report.links.map((l) => l.id));
+        for (const id of prepare(db, 'SELECT id FROM links WHERE src_router_id = ?').pluck().all(routerId) as string[]) {
+          if (!listed.has(id)) prepare(db, 'DELETE FROM links WHERE id = ?').run(id);
+        }
+      }
+    }).immediate();
+    log.debug({ routerId, links: report.links.length, fullRefresh: report.fullRefresh }, 'router links reported');
+  }
+
+  /** A link failed at one end: it goes, and the router at the other end is told to close its side. */
+  function linkFault(routerId: string, linkId: string, iteration: number): void {
+    const row = prepare(db, 'SELECT id, src_router_id, dst_router_id, iteration FROM links WHERE id = ?').get(linkId) as LinkRow | undefined;
+    if (!row || (iteration > 0 && row.iteration > iteration)) return;
+    prepare(db, 'DELETE FROM links WHERE id = ?').run(linkId);
+    const other = row.src_router_id === routerId ? row.dst_router_id : row.src_router_id;
+    sendOn(other, message(CtrlContentType.Fault, encode('ctrl.Fault', { subject: FaultSubject.LinkFault, id: linkId, iteration })));
+    log.info({ linkId, reportedBy: routerId }, 'link removed');
+  }
+
+  /** The listening end of a new link asks whether the dialer is who it says: its certificate must be the enrolled one. */
+  function verifyRouter(channel: ControlChannel, msg: ChannelMessage): void {
+    const request = decode('ctrl.VerifyRouter', msg.body);
+    const row = prepare(db, 'SELECT fingerprint, disabled FROM routers WHERE id = ?').get(request.routerId) as { fingerprint: string | null; disabled: number } | undefined;
+    const enrolled = row?.fingerprint?.toLowerCase();
+    const ok = !!row && row.disabled === 0 && !!enrolled && request.fingerprints.some((f) => f.toLowerCase() === enrolled);
+    channel.result(msg, ok, ok ? '' : `router ${request.routerId} could not be verified`);
+  }
+
+  /** A router went away: its links go with it. */
+  function routerGone(routerId: string): void {
+    prepare(db, 'DELETE FROM links WHERE src_router_id = ? OR dst_router_id = ?').run(routerId, routerId);
+  }
+
+  // ---- peers ---------------------------------------------------------------------------------------------------
+
+  /** What this process last told its routers: connected routers by id, with the connection they were told of. */
+  let toldPeers = new Map<string, string>();
+  /** Local routers that have been sent the full peer list, by connection id. */
+  const introduced = new Map<string, string>();
+
+  function peerChange(id: string, state: number): { id: string; version: string; state: number; listeners: Array<Record<string, unknown>> } {
+    const router = live.current().get(id);
+    return {
+      id,
+      version: router?.versionInfo.version ?? '',
+      state,
+      listeners: (router?.listeners ?? []).map((l) => ({ address: l.address, protocol: l.protocol, costTags: l.costTags, groups: l.groups })),
+    };
+  }
+
+  function peerMessage(changes: ReturnType<typeof peerChange>[]): ChannelMessage {
+    return message(CtrlContentType.PeerStateChangeRequest, encode('ctrl.PeerStateChanges', { changes: changes as never }));
+  }
+
+  /** Tells this process's routers what changed among their peers since the last look. */
+  function syncPeers(): void {
+    const current = new Map([...live.current().values()].map((r) => [r.routerId, r.connectionId]));
+    const changes: Array<{ id: string; change: ReturnType<typeof peerChange> }> = [];
+    for (const [id, connectionId] of current) if (toldPeers.get(id) !== connectionId) changes.push({ id, change: peerChange(id, PeerState.Healthy) });
+    if ([...toldPeers.keys()].some((id) => !current.has(id))) {
+      const existing = new Set(prepare(db, 'SELECT id FROM routers').pluck().all() as string[]);
+      for (const id of toldPeers.keys()) {
+        if (!current.has(id)) changes.push({ id, change: { id, version: '', state: existing.has(id) ? PeerState.Unhealthy : PeerState.Removed, listeners: [] } });
+      }
+    }
+    toldPeers = current;
+    for (const { routerId, channel } of options.localRouters()) {
+      const connectionId = current.get(routerId);
+      if (connectionId === undefined) continue;
+      if (introduced.get(routerId) !== connectionId) {
+        // A router new to this process hears of every other connected router.
+        introduced.set(routerId, connectionId);
+        const all = [...current.keys()].filter((id) => id !== routerId).map((id) => peerChange(id, PeerState.Healthy));
+        if (all.length > 0) channel.send(peerMessage(all));
+        continue;
+      }
+      const relevant = changes.filter((c) => c.id !== routerId).map((c) => c.change);
+      if (relevant.length > 0) channel.send(peerMessage(relevant));
+    }
+    for (const id of introduced.keys()) if (!current.has(id)) introduced.delete(id);
+  }
+
+  return {
+    requestOn,
+    sendOn,
+    graph,
+    linkIds,
+    routerLinks,
+    linkFault,
+    verifyRouter,
+    routerGone,
+    syncPeers,
+    /** Handles bus messages the mesh itself does not (circuit faults). */
+    onBusMessage: (handler: (from: string, payload: BusPayload) => void) => void otherHandlers.push(handler),
+  };
+}
+
+export type Mesh = ReturnType<typeof createMesh>;
