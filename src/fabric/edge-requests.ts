@@ -31,6 +31,7 @@ import { CreateCircuitV2RequestHeader, CreateCircuitV2ResponseHeader, EdgeErrorH
 import { AccessRefused, EdgeErrorCode, type ServiceAccessCheck } from './service-access.ts';
 import type { Mesh } from './mesh.ts';
 import { cheapestPaths, type Path } from './paths.ts';
+import { TerminatorStats, chooseTerminator } from './strategies.ts';
 
 export interface EdgeRequestLog {
   info(obj: object, msg: string): void;
@@ -103,24 +104,6 @@ function peerDataOf(json: string): Map<number, Buffer> {
   return out;
 }
 
-/**
- * Picks the terminator a dial goes to: `required` before `default`, never `failed`; the least cost (by
- * default its own; the caller adds the path to its router); at random among equals.
- */
-export function pickTerminator<T extends { cost: number; precedence: string }>(
-  candidates: readonly T[],
-  costOf: (t: T) => number = (t) => t.cost,
-  random: () => number = Math.random,
-): T | undefined {
-  const usable = candidates.filter((t) => t.precedence !== 'failed');
-  if (usable.length === 0) return undefined;
-  const required = usable.filter((t) => t.precedence === 'required');
-  const pool = required.length > 0 ? required : usable;
-  const least = Math.min(...pool.map(costOf));
-  const best = pool.filter((t) => costOf(t) === least);
-  return best[Math.floor(random() * best.length)];
-}
-
 function unrouteMessage(circuitId: string): ChannelMessage {
   return message(CtrlContentType.Unroute, encode('ctrl.Unroute', { circuitId, now: true }));
 }
@@ -185,6 +168,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
   const { db, log } = options;
   const now = options.now ?? (() => new Date());
   const circuits = new Map<string, Circuit>();
+  const stats = new TerminatorStats();
 
   // ---- terminators --------------------------------------------------------------------------------------------
 
@@ -330,8 +314,12 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
           instanceId,
           instanceId,
         ) as TerminatorRow[]
-      ).filter((t) => !tried.has(t.id) && paths.has(t.router_id));
-      const terminator = pickTerminator(candidates, (t) => t.cost + paths.get(t.router_id)!.cost);
+      )
+        .filter((t) => !tried.has(t.id) && paths.has(t.router_id))
+        .map((t) => ({ ...t, pathCost: paths.get(t.router_id)!.cost }));
+      const stickyToken = peerData.get(PeerDataKey.XtStickinessToken)?.toString('utf8');
+      const choice = chooseTerminator(granted.terminatorStrategy, candidates, { stats, ...(stickyToken ? { stickyToken } : {}) });
+      const terminator = choice?.terminator;
       if (!terminator) {
         return fail(EdgeErrorCode.InvalidTerminator, tried.size > 0 ? `no terminator of service ${granted.serviceId} answered` : `service ${granted.serviceId} has no terminators reachable from this router`, circuitId);
       }
@@ -350,6 +338,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
         log.info({ circuitId, routerId: routes[failure]!.routerId, terminatorId: terminator.id, reason, code }, 'route failed');
         // Code 1 at the egress: the router does not know the terminator (its host went away): forget it.
         if (code === 1 && failure === routes.length - 1) prepare(db, "DELETE FROM terminators WHERE id = ? AND binding = 'edge'").run(terminator.id);
+        stats.failed(terminator.id);
         for (const { routerId } of routes) options.mesh.sendOn(routerId, unrouteMessage(circuitId));
         continue;
       }
@@ -368,6 +357,8 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
         createdAt: now(),
       };
       circuits.set(circuitId, circuit);
+      stats.succeeded(terminator.id);
+      stats.circuitOpened(terminator.id);
       prepare(
         db,
         `INSERT INTO circuits (id, owner, session_id, api_session_id, identity_id, service_id, terminator_id, path, links, created_at)
@@ -387,6 +378,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
       const answerPeerData = peerDataOf(terminator.peer_data);
       for (const [key, value] of result.headers) if (!ROUTE_RESULT_OWN.has(key) && key > ChannelHeader.IsFirstGroupConnection) answerPeerData.set(key, value);
       for (const key of LOCAL_PEER_DATA) answerPeerData.delete(key);
+      if (choice.stickyToken) answerPeerData.set(PeerDataKey.XtStickinessToken, Buffer.from(choice.stickyToken, 'utf8'));
       const reply = message(EdgeContentType.CreateCircuitV2Response, Buffer.alloc(0), [
         [CreateCircuitV2ResponseHeader.CircuitId, stringValue(circuitId)],
         [CreateCircuitV2ResponseHeader.Address, stringValue(ingressId)],
@@ -403,6 +395,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
 
   function endCircuit(circuit: Circuit, reason: string, except?: string): void {
     circuits.delete(circuit.id);
+    stats.circuitClosed(circuit.terminatorId);
     prepare(db, 'DELETE FROM circuits WHERE id = ?').run(circuit.id);
     for (const routerId of circuit.path) if (routerId !== except) options.mesh.sendOn(routerId, unrouteMessage(circuit.id));
     log.debug({ circuitId: circuit.id, reason }, 'circuit ended');

@@ -49,6 +49,8 @@ export interface GrantedAccess {
   sessionId: string;
   serviceId: string;
   encryptionRequired: boolean;
+  /** The service's terminator strategy. */
+  terminatorStrategy: string;
 }
 
 export function createServiceAccessCheck(deps: { db: Db; signer: JwtSigningKey; access: FabricAccess; now?: () => Date }) {
@@ -75,8 +77,8 @@ export function createServiceAccessCheck(deps: { db: Db; signer: JwtSigningKey; 
     if (session.session_type !== type) {
       throw new AccessRefused(EdgeErrorCode.WrongSessionType, `incorrect session type: expected ${type}, got ${session.session_type}`);
     }
-    const service = prepare(deps.db, 'SELECT id, encryption_required FROM services WHERE id = ?').get(session.service_id) as
-      | { id: string; encryption_required: number }
+    const service = prepare(deps.db, 'SELECT id, encryption_required, terminator_strategy FROM services WHERE id = ?').get(session.service_id) as
+      | { id: string; encryption_required: number; terminator_strategy: string }
       | undefined;
     if (!service) throw new AccessRefused(EdgeErrorCode.InvalidService, `service ${session.service_id} not found`);
     deps.access.catchUp();
@@ -86,7 +88,14 @@ export function createServiceAccessCheck(deps: { db: Db; signer: JwtSigningKey; 
     if (!deps.access.routerAllowed(apiSession.identity_id, service.id, routerId)) {
       throw new AccessRefused(EdgeErrorCode.InvalidEdgeRouterForSession, `edge router ${routerId} is not allowed for this identity and service`);
     }
-    return { apiSessionId: apiSession.id, identityId: apiSession.identity_id, sessionId: session.id, serviceId: service.id, encryptionRequired: service.encryption_required === 1 };
+    return {
+      apiSessionId: apiSession.id,
+      identityId: apiSession.identity_id,
+      sessionId: session.id,
+      serviceId: service.id,
+      encryptionRequired: service.encryption_required === 1,
+      terminatorStrategy: service.terminator_strategy,
+    };
   }
 
   return { check };
