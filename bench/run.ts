@@ -1,6 +1,7 @@
 /**
  * Benchmark entry point: runs the selected suites against freshly started controllers on loopback.
- * Usage: npm run bench [-- --suite identities|access|enrollment|all --identities N --services M --enrollments E --duration S --connections C]
+ * Usage: npm run bench [-- --suite identities|access|enrollment|fabric|all --identities N --services M --enrollments E --duration S --connections C]
+ *        npm run bench -- --suite fabric [--routers N --in-flight C --duration D --workers 1|2|1,2]
  *        npm run bench -- --scenario S1|...|S12|all --size small|medium|large [--duration S --connections C
  *                         --open-fraction F --max-rate R --target-rate T --workers W --sessions N --data-dir DIR]
  * See bench/README.md.
@@ -8,6 +9,7 @@
 import { runIdentitySuite } from './identities.ts';
 import { runAccessSuite } from './access.ts';
 import { runEnrollmentSuite } from './enrollment.ts';
+import { runFabricSuite } from './fabric.ts';
 import { killChildren, killChildrenOnExit } from './lib.ts';
 import { SCENARIOS, runScenario } from './scenarios/index.ts';
 
@@ -26,7 +28,7 @@ function str(name: string): string | undefined {
 const scenario = str('--scenario');
 const suiteIndex = args.indexOf('--suite');
 const suite = suiteIndex >= 0 ? args[suiteIndex + 1] : 'all';
-if (!['identities', 'access', 'enrollment', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access, enrollment or all');
+if (!['identities', 'access', 'enrollment', 'fabric', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access, enrollment, fabric or all');
 const duration = opt('--duration', scenario ? 5 : 10);
 const connections = opt('--connections', 16);
 
@@ -67,6 +69,12 @@ try {
   }
   if (!scenario && (suite === 'enrollment' || suite === 'all')) {
     await runEnrollmentSuite({ enrollments: opt('--enrollments', 250), duration, connections });
+  }
+  if (!scenario && (suite === 'fabric' || suite === 'all')) {
+    // --workers takes one count or a list (1,2): one full run of the suite per entry.
+    const workers = (str('--workers') ?? '1').split(',').map(Number);
+    if (!workers.every((w) => Number.isInteger(w) && w >= 1)) throw new Error('--workers needs positive integers (e.g. 1 or 1,2)');
+    await runFabricSuite({ routers: opt('--routers', 100), inFlight: opt('--in-flight', 16), duration, workers });
   }
 } catch (err: unknown) {
   console.error(err instanceof Error ? err.stack : err);
