@@ -432,6 +432,38 @@ describe('control channel: terminators and circuits', async () => {
     elsewhere.close();
   });
 
+  it('refuses circuits when a posture check fails, and tells routers when an identity is disabled or a token is unknown', async () => {
+    const conn = await synced(router);
+    const user = await createClientUser(tc);
+    const policy = await createRecord(tc.mgmt, '/service-policies', { name: uniqueName('dial2'), type: 'Dial', semantic: 'AnyOf', serviceRoles: [`@${serviceId}`], identityRoles: [`@${user.id}`] });
+    const erp = await createRecord(tc.mgmt, '/edge-router-policies', { name: uniqueName('erp2'), semantic: 'AnyOf', edgeRouterRoles: [`@${router.id}`], identityRoles: [`@${user.id}`] });
+    const bind = await session(host, 'Bind');
+    assert.equal((await createTerminator(conn, 'term-posture', host.token, bind.token)).result, 0);
+    const dialSession = await session(user, 'Dial');
+    // An MFA posture check the identity can not pass: the next circuit is refused, as REST would refuse the session.
+    const check = await createRecord(tc.mgmt, '/posture-checks', { name: uniqueName('mfa'), typeId: 'MFA' });
+    const patched = await tc.mgmt.patch(`/service-policies/${policy}`, { postureCheckRoles: [`@${check}`] });
+    assert.equal(patched.status, 200, patched.text);
+    const refused = dial(conn, user.token, dialSession.token);
+    const answer = await conn.replyTo(refused);
+    assert.equal(answer.contentType, EdgeContentType.Error, 'no circuit without the posture check passing');
+
+    // Heartbeats: a token the controller no longer knows is removed at the router.
+    conn.send(message(EdgeContentType.ApiSessionHeartbeat, encode('edge.ApiSessionHeartbeat', { tokens: [user.token, 'no-such-token'] })));
+    const unknown = await conn.next((m) => m.contentType === EdgeContentType.ApiSessionRemoved && decode('edge.ApiSessionRemoved', m.body).tokens.includes('no-such-token'));
+    assert.deepEqual(decode('edge.ApiSessionRemoved', unknown.body).tokens, ['no-such-token']);
+
+    // Disabling the identity ends its API sessions: the router is told to drop them.
+    const disabled = await tc.mgmt.post(`/identities/${user.id}/disable`, { durationMinutes: 0 });
+    assert.equal(disabled.status, 200, disabled.text);
+    const removed = await conn.next((m) => m.contentType === EdgeContentType.ApiSessionRemoved && decode('edge.ApiSessionRemoved', m.body).ids.includes(user.apiSessionId));
+    // Both of its API sessions (management and client) go; the client one with the token the SDK holds.
+    const gone = decode('edge.ApiSessionRemoved', removed.body);
+    assert.equal(gone.tokens[gone.ids.indexOf(user.apiSessionId)], user.token);
+    await tc.mgmt.delete(`/edge-router-policies/${erp}`);
+    conn.close();
+  });
+
   it('forgets the terminators of a router that disconnects, and shows identities connected through routers', async () => {
     const conn = await synced(router);
     const bind = await session(host, 'Bind');
