@@ -7,6 +7,7 @@
  * processes serve the listener (src/cluster/); `--workers 1` serves from this process alone.
  */
 import cluster from 'node:cluster';
+import { createServer, type AddressInfo } from 'node:net';
 import { CommanderError } from 'commander';
 import { loadConfig, type Config } from './config.ts';
 import { startController } from './controller.ts';
@@ -34,11 +35,26 @@ async function single(config: Config): Promise<void> {
   stopOnSignals(controller, (signal) => controller.app.log.info({ signal }, 'shutting down'));
 }
 
+/**
+ * `--port 0` asks for any free port: it is chosen here, before anything names the port (enrollment JWT
+ * issuers, the control endpoint routers are given), and workers are started with it.
+ */
+async function resolvePort(config: Config): Promise<Config> {
+  if (config.port !== 0) return config;
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, config.address, resolve));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise((resolve) => server.close(resolve));
+  if (cluster.isPrimary) cluster.setupPrimary({ args: [...process.argv.slice(2), '--port', String(port)] });
+  return { ...config, port };
+}
+
 async function main(): Promise<void> {
   const config = readConfig();
   if (cluster.isWorker) return runWorker(config);
-  if (config.workers > 1) return runPrimary(config);
-  return single(config);
+  const resolved = await resolvePort(config);
+  if (resolved.workers > 1) return runPrimary(resolved);
+  return single(resolved);
 }
 
 main().catch((err) => {
