@@ -41,17 +41,22 @@ import { createSignerTokens } from './resources/external-jwt-signers/signer-toke
 import { createExternalJwtSignerService } from './resources/external-jwt-signers/external-jwt-signer.service.ts';
 import { createTokenEnrollMethod } from './enrollment/methods/token.ts';
 import { bootstrapRecords, controllerInstanceId, type AdminCredentials } from './system/bootstrap.ts';
-import { advertisedBaseUrl, clientPath, controllerVersionInfo, createSystemInfo, managementPath, portcullisVersion } from './system/system-info.ts';
+import { advertisedBaseUrl, clientPath, controllerVersionInfo, createSystemInfo, fabricPath, managementPath, portcullisVersion } from './system/system-info.ts';
 import { createControllerService } from './resources/controllers/controller.service.ts';
 import { createEdgeRouterService } from './resources/edge-routers/edge-router.service.ts';
 import { createRouterService } from './resources/routers/router.service.ts';
 import { createRouterEnrollments } from './resources/routers/router-enrollment.ts';
 import { createTerminatorService } from './resources/terminators/terminator.service.ts';
+import { createFabricRouterService } from './resources/routers/fabric-router.service.ts';
+import { fabricServiceResource } from './resources/services/fabric-service.resource.ts';
+import { createLinkService } from './resources/links/link.service.ts';
+import { createCircuitService } from './resources/circuits/circuit.service.ts';
 import { createSessionService } from './resources/sessions/session.service.ts';
 import { createPostureService } from './posture/posture.service.ts';
 import { managementApi } from './api/management.ts';
 import { clientApi } from './api/client.ts';
-import { versionRoutes, cacertsRoute } from './system/system.routes.ts';
+import { fabricApi } from './api/fabric.ts';
+import { versionRoutes, cacertsRoute, fabricRootRoute } from './system/system.routes.ts';
 import type { EnrollMethod } from './enrollment/enroll-method.ts';
 import { createRouterEnrollMethods } from './enrollment/methods/router.ts';
 import { createEnrollmentService } from './enrollment/enrollment.service.ts';
@@ -88,6 +93,9 @@ export interface RunningController {
   services: Services;
   stop(): Promise<void>;
 }
+
+/** The id of each API's OpenAPI document (`/specs/<id>/spec`). */
+const specIds: Record<ApiDefinition['name'], string> = { client: 'edge-client', management: 'edge-management', fabric: 'fabric' };
 
 function plainService(resource: Resource, db: Db) {
   const service = createEntityService(resource, db);
@@ -145,6 +153,8 @@ function fabricAccess(access: AccessService, posture: PostureEvaluator): FabricA
     },
     routerAllowed: (identityId, serviceId, routerId) =>
       access.index.edgeRouterSet('service', serviceId).has(routerId) && access.index.edgeRouterSet('identity', identityId).has(routerId),
+    membership: () => access.index,
+    policyPermissions: (identityId, serviceId) => access.index.identityServices(identityId).permissions(serviceId),
   };
 }
 
@@ -201,7 +211,7 @@ export async function startController(config: Config, options: StartOptions = {}
       documents: () =>
         (documents ??= Object.fromEntries(
           apis.map((api) => [
-            api.name === 'client' ? 'edge-client' : 'edge-management',
+            specIds[api.name],
             buildOpenApiDocument(api, portcullisVersion, `${config.advertise}:${config.port}`),
           ]),
         )),
@@ -216,6 +226,7 @@ export async function startController(config: Config, options: StartOptions = {}
       apiAddresses: {
         'edge-client': [{ url: base + clientPath, version: 'v1' }],
         'edge-management': [{ url: base + managementPath, version: 'v1' }],
+        fabric: [{ url: base + fabricPath, version: 'v1' }],
       },
     });
 
@@ -260,6 +271,10 @@ export async function startController(config: Config, options: StartOptions = {}
       edgeRouters: createEdgeRouterService({ db, access, enrollments: routerEnrollments, liveRouters: liveRouters.current, clock }),
       routers: createRouterService({ db, access, enrollments: routerEnrollments, liveRouters: liveRouters.current, clock }),
       terminators: createTerminatorService(db, instanceId, clock),
+      fabricRouters: createFabricRouterService({ db, liveRouters: liveRouters.current }),
+      fabricServices: plainService(fabricServiceResource, db),
+      links: createLinkService(db),
+      circuits: createCircuitService(db),
       servicePolicies: createPolicyService('servicePolicy', servicePolicyResource, db, access, clock),
       edgeRouterPolicies: createPolicyService('edgeRouterPolicy', edgeRouterPolicyResource, db, access, clock),
       serviceEdgeRouterPolicies: createPolicyService('serviceEdgeRouterPolicy', serviceEdgeRouterPolicyResource, db, access, clock),
@@ -269,14 +284,14 @@ export async function startController(config: Config, options: StartOptions = {}
       database: createDatabaseOps({ db, access, clock, owner: feed.origin }),
       controllerSettings: createControllerSettingService(db, clock),
     };
-    apis.push(clientApi(services), managementApi(services));
+    apis.push(clientApi(services), managementApi(services), fabricApi(services));
 
     let fabric: Fabric | undefined;
     const app = buildServer({
       tls: { key: pki.serverKeyPem, cert: pki.serverChainPem },
       logLevel: config.logLevel,
       apis,
-      rootRoutes: { name: 'client', prefix: '', title: 'root', routes: [...versionRoutes(system, 'root'), cacertsRoute(system, 'root')] },
+      rootRoutes: { name: 'client', prefix: '', title: 'root', routes: [...versionRoutes(system, 'root'), cacertsRoute(system, 'root'), fabricRootRoute(system)] },
       resolveSession: (token, req) => auth.resolveCaller(token, req.headers),
       instanceId,
       serverHeader: `portcullis/${portcullisVersion}`,

@@ -31,6 +31,9 @@ import type { AuthPolicyService } from '../resources/auth-policies/auth-policy.s
 import type { MfaService } from '../resources/mfa/mfa.service.ts';
 import type { ApiSessionCertificateService } from '../resources/api-session-certificates/api-session-certificate.service.ts';
 import type { IdentityTraces } from '../resources/identities/identity-trace.ts';
+import type { FabricRouterService } from '../resources/routers/fabric-router.service.ts';
+import type { LinkService } from '../resources/links/link.service.ts';
+import type { CircuitService } from '../resources/circuits/circuit.service.ts';
 
 import type { DatabaseOps } from '../resources/database/database-ops.ts';
 import type { ControllerSettingService } from '../resources/controller-settings/controller-setting.service.ts';
@@ -76,6 +79,13 @@ export interface Services {
   /** Every router, transit and edge, as `/routers` and `/transit-routers` show them. */
   routers: RouterService;
   terminators: TerminatorService;
+  /** Routers as the fabric API shows them (with their control channels' live state). */
+  fabricRouters: FabricRouterService;
+  /** Services as the fabric API shows them. */
+  fabricServices: EntityService & { present: (v: Record<string, unknown>) => Record<string, unknown> };
+  /** Links between routers and circuits, as the router plane records them (fabric API, read-only). */
+  links: LinkService;
+  circuits: CircuitService;
   /** Sessions (dial/bind grants), the client's edge-router views and service-update marks. */
   sessions: SessionService;
   /** Enrollment strategies by wire name, served by the enroll routes. */

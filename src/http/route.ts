@@ -36,7 +36,7 @@ export interface RouteSpec {
 }
 
 export interface ApiDefinition {
-  name: 'client' | 'management';
+  name: 'client' | 'management' | 'fabric';
   prefix: string;
   title: string;
   routes: RouteSpec[];

@@ -19,7 +19,7 @@ export interface SystemInfoSources {
   port: number;
   startedAt: Date;
   caBundlePkcs7: string;
-  /** The OpenAPI documents by spec id (`edge-client`, `edge-management`), built lazily. */
+  /** The OpenAPI documents by spec id (`edge-client`, `edge-management`, `fabric`), built lazily. */
   documents: () => Record<string, Record<string, unknown>>;
 }
 
@@ -53,6 +53,7 @@ const summaryTables: Record<string, string> = {
 
 export const clientPath = '/edge/client/v1';
 export const managementPath = '/edge/management/v1';
+export const fabricPath = '/fabric/v1';
 
 /** `https://<advertised host>:<port>`, with IPv6 hosts bracketed. */
 export function advertisedBaseUrl(advertise: string, port: number): string {
@@ -76,6 +77,8 @@ export function createSystemInfo(src: SystemInfoSources) {
       edge: { v1: { apiBaseUrls: [base + clientPath], path: clientPath } },
       'edge-client': { v1: { apiBaseUrls: [base + clientPath], path: clientPath } },
       'edge-management': { v1: { apiBaseUrls: [base + managementPath], path: managementPath } },
+      // As upstream: its base URL lists no path for the fabric API (its binding-to-path helper has no fabric case).
+      fabric: { v1: { apiBaseUrls: [base], path: fabricPath } },
     },
     buildDate: src.startedAt.toISOString().slice(0, 19) + 'Z',
     // Capabilities change SDK behaviour (OIDC_AUTH switches them to OIDC); advertise only what exists.
@@ -91,9 +94,9 @@ export function createSystemInfo(src: SystemInfoSources) {
     enumeratedCapabilities: () => ['OIDC_AUTH', 'HA_CONTROLLER'],
     protocols: () => ({ https: { address: `${src.advertise}:${src.port}` } }),
     caBundlePkcs7: () => src.caBundlePkcs7,
-    /** The API documents listed by an API: each API lists its own (the client API only the client's). */
+    /** The API documents listed by an API: the management API lists every one, the client API only its own. */
     specs: (api: 'client' | 'management') =>
-      (api === 'client' ? ['edge-client'] : ['edge-client', 'edge-management']).map((id) => ({
+      (api === 'client' ? ['edge-client'] : ['edge-client', 'edge-management', 'fabric']).map((id) => ({
         _links: { self: { href: `./specs/${id}` }, spec: { href: `./specs/${id}/spec` } },
         createdAt: startedIso,
         id,

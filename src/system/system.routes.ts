@@ -1,7 +1,7 @@
 /**
  * Informational operations: version (also at `/` and `/version` outside the API bases), capabilities,
- * protocols, controllers, summary counts, the embedded OpenAPI documents, and the CA bundle at
- * `/.well-known/est/cacerts`. None of these change anything.
+ * protocols, controllers, summary counts, the embedded OpenAPI documents (the fabric one also at `/fabric`),
+ * and the CA bundle at `/.well-known/est/cacerts`. None of these change anything.
  */
 import { Type } from '@sinclair/typebox';
 import { stringify as toYaml } from 'yaml';
@@ -46,6 +46,18 @@ export function cacertsRoute(info: SystemInfo, operationPrefix = ''): RouteSpec 
     produces: ['application/pkcs7-mime'], response: { 200: cacertsResponse },
     handler: (_req, reply) =>
       reply.header('content-type', 'application/pkcs7-mime').header('content-transfer-encoding', 'base64').send(info.caBundlePkcs7()),
+  };
+}
+
+/**
+ * `GET /fabric`: the fabric API's document as JSON, without credentials. Upstream answers this path with an
+ * API document too (its edge management one, by a slip); this serves the document of the API below it.
+ */
+export function fabricRootRoute(info: SystemInfo): RouteSpec {
+  return {
+    method: 'GET', url: '/fabric', operationId: 'rootFabricSpec', tag: 'Informational', summary: 'The fabric API document',
+    access: 'public', response: { 200: { raw: 'the OpenAPI document of the fabric API (JSON)' } },
+    handler: (_req, reply) => reply.type('application/json').send(JSON.stringify(info.specDocument('fabric'))),
   };
 }
 

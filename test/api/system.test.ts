@@ -119,9 +119,9 @@ describe('informational lists', () => {
     assert.equal((await tc.http.get('/edge/management/v1/protocols')).status, 404);
   });
 
-  it('serves both specs, their records and their documents as YAML by default and JSON on request', async () => {
+  it('serves every spec, their records and their documents as YAML by default and JSON on request', async () => {
     const list = await tc.http.get('/edge/management/v1/specs');
-    assert.deepEqual(list.body.data.map((s: { id: string }) => s.id), ['edge-client', 'edge-management']);
+    assert.deepEqual(list.body.data.map((s: { id: string }) => s.id), ['edge-client', 'edge-management', 'fabric']);
     assertMatchesReference('management', 'GET', '/specs', 200, list.body);
     // The client API lists and serves only its own document.
     const clientList = await tc.http.get('/edge/client/v1/specs');
@@ -157,7 +157,7 @@ describe('informational lists', () => {
   it('filters the controller list, and shows only client API addresses on the client API', async () => {
     const online = await tc.mgmt.get(`/controllers?filter=${encodeURIComponent('isOnline = true')}`);
     assert.equal(online.body.meta.pagination.totalCount, 1);
-    assert.deepEqual(Object.keys(online.body.data[0].apiAddresses).sort(), ['edge-client', 'edge-management']);
+    assert.deepEqual(Object.keys(online.body.data[0].apiAddresses).sort(), ['edge-client', 'edge-management', 'fabric']);
     const none = await tc.mgmt.get(`/controllers?filter=${encodeURIComponent('name = "elsewhere"')}`);
     assert.equal(none.body.meta.pagination.totalCount, 0);
     const bad = await tc.mgmt.get(`/controllers?filter=${encodeURIComponent('nme = "x"')}`);

@@ -5,7 +5,8 @@
  */
 import { Type } from '@sinclair/typebox';
 import { defineResource } from '../define-resource.ts';
-import { EntityRef, Links, TerminatorCost, TerminatorPrecedence } from '../common.schema.ts';
+import { EntityRef, Links, TerminatorCost, TerminatorPrecedence, baseEntityProperties } from '../common.schema.ts';
+import { FabricEntityRef } from '../fabric-ref.ts';
 
 export const terminatorResource = defineResource({
   entityType: 'terminators',
@@ -55,6 +56,29 @@ export const clientTerminatorDetail = Type.Unsafe({
     identity: Type.String(),
     routerId: Type.String(),
     service: EntityRef,
+    serviceId: Type.String(),
+  },
+  required: ['id', 'createdAt', 'updatedAt', '_links', 'tags'],
+});
+
+/**
+ * The fabric API's terminator (fabric terminatorDetail): the same record under the fabric names (`instanceId`,
+ * `hostId`), with references into the fabric API (`./services/<id>`, `./routers/<id>`).
+ */
+export const fabricTerminatorDetail = Type.Unsafe({
+  type: 'object',
+  properties: {
+    ...baseEntityProperties,
+    address: Type.String(),
+    binding: Type.String(),
+    cost: TerminatorCost,
+    dynamicCost: TerminatorCost,
+    hostId: Type.String(),
+    instanceId: Type.String(),
+    precedence: TerminatorPrecedence,
+    router: FabricEntityRef,
+    routerId: Type.String(),
+    service: FabricEntityRef,
     serviceId: Type.String(),
   },
   required: ['id', 'createdAt', 'updatedAt', '_links', 'tags'],

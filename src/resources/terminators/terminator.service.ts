@@ -2,8 +2,10 @@
  * Terminator rules beyond generic CRUD (upstream model §5): the service and router must exist (404); an
  * empty binding becomes `udp` for `udp:` addresses and `transport` otherwise; the precedence is one of
  * `default`, `required`, `failed` (the request schema refuses others); the service is fixed at create.
+ * The same records are read by three APIs, each with its own read model (management, client and fabric).
  */
 import { entityRef } from '../entity-ref.ts';
+import { fabricLinks, fabricRef } from '../fabric-ref.ts';
 import type { Db } from '../../store/database.ts';
 import { prepare, type Values } from '../../store/entity-table.ts';
 import type { Tx } from '../../store/transaction.ts';
@@ -87,12 +89,42 @@ export function createTerminatorService(db: Db, controllerId: string, clock: Clo
     };
   }
 
+  /** The fabric API's read model (fabric terminatorDetail). */
+  function presentForFabric(values: Values): Record<string, unknown> {
+    const id = values.id as string;
+    const serviceId = values.service as string;
+    const routerId = values.router as string;
+    return {
+      _links: fabricLinks('terminators', id),
+      createdAt: values.createdAt,
+      id,
+      tags: values.tags ?? {},
+      updatedAt: values.updatedAt,
+      address: values.address,
+      binding: values.binding,
+      cost: values.cost ?? 0,
+      dynamicCost: 0,
+      hostId: values.hostId ?? '',
+      instanceId: values.identity ?? '',
+      precedence: normalizePrecedence(values.precedence),
+      router: fabricRef('routers', routerId, nameOf('routers', routerId)),
+      routerId,
+      service: fabricRef('services', serviceId, nameOf('services', serviceId)),
+      serviceId,
+    };
+  }
+
   /** A page of one service's terminators. */
   function listForService(serviceId: string, req: ListRequest) {
     return entities.list(req, { sql: 'e.service_id = ?', params: [serviceId] });
   }
 
-  return { ...entities, present, presentForClient, listForService };
+  /** A page of one router's terminators. */
+  function listForRouter(routerId: string, req: ListRequest) {
+    return entities.list(req, { sql: 'e.router_id = ?', params: [routerId] });
+  }
+
+  return { ...entities, present, presentForClient, presentForFabric, listForService, listForRouter };
 }
 
 export type TerminatorService = ReturnType<typeof createTerminatorService>;

@@ -1,0 +1,30 @@
+/**
+ * The fabric API's circuit reads (`/fabric/v1/circuits`): admins, `admin_readonly` and holders of `ops` or
+ * `ops.read`, as upstream's circuit routes declare (the ops permission covers links and circuits).
+ */
+import type { FastifyRequest } from 'fastify';
+import type { RouteSpec } from '../../http/route.ts';
+import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
+import { detailEnvelope, list, listEnvelope, ok } from '../../http/envelope.ts';
+import { CircuitDetail } from './circuit.resource.ts';
+import type { CircuitService } from './circuit.service.ts';
+
+const idOf = (req: FastifyRequest) => (req.params as { id: string }).id;
+
+export function circuitRoutes(circuits: CircuitService): RouteSpec[] {
+  return [
+    {
+      method: 'GET', url: '/circuits', operationId: 'listCircuits', tag: 'Circuit', summary: 'List circuits',
+      access: 'ops.read', querystring: ListQuery, response: { 200: listEnvelope(CircuitDetail) },
+      handler: (req) => {
+        const r = circuits.list(listRequest(req));
+        return list(r.items.map(circuits.present), r.page, r.filterableFields);
+      },
+    },
+    {
+      method: 'GET', url: '/circuits/:id', operationId: 'detailCircuit', tag: 'Circuit', summary: 'Retrieve a circuit',
+      access: 'ops.read', params: IdParams, response: { 200: detailEnvelope(CircuitDetail) },
+      handler: (req) => ok(circuits.present(circuits.get(idOf(req)))),
+    },
+  ];
+}

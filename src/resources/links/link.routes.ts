@@ -1,0 +1,30 @@
+/**
+ * The fabric API's link reads (`/fabric/v1/links`): admins, `admin_readonly` and holders of `ops` or
+ * `ops.read`, as upstream's link routes declare (the ops permission covers links and circuits).
+ */
+import type { FastifyRequest } from 'fastify';
+import type { RouteSpec } from '../../http/route.ts';
+import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
+import { detailEnvelope, list, listEnvelope, ok } from '../../http/envelope.ts';
+import { LinkDetail } from './link.resource.ts';
+import type { LinkService } from './link.service.ts';
+
+const idOf = (req: FastifyRequest) => (req.params as { id: string }).id;
+
+export function linkRoutes(links: LinkService): RouteSpec[] {
+  return [
+    {
+      method: 'GET', url: '/links', operationId: 'listLinks', tag: 'Link', summary: 'List links between routers',
+      access: 'ops.read', querystring: ListQuery, response: { 200: listEnvelope(LinkDetail) },
+      handler: (req) => {
+        const r = links.list(listRequest(req));
+        return list(r.items.map(links.present), r.page, r.filterableFields);
+      },
+    },
+    {
+      method: 'GET', url: '/links/:id', operationId: 'detailLink', tag: 'Link', summary: 'Retrieve a link',
+      access: 'ops.read', params: IdParams, response: { 200: detailEnvelope(LinkDetail) },
+      handler: (req) => ok(links.present(links.get(idOf(req)))),
+    },
+  ];
+}

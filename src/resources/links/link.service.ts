@@ -1,0 +1,71 @@
+/**
+ * Links as the fabric API reads them: pages of `links` (filter, sort and paging by the link symbols) and
+ * single links, each with references to its two routers. The link layer writes the table; nothing here
+ * changes it.
+ */
+import type { Db } from '../../store/database.ts';
+import { prepare, selectPage } from '../../store/entity-table.ts';
+import { compileListQuery, type ListParams } from '../../query/index.ts';
+import { filterableFields } from '../../query/symbols.ts';
+import { assertFound } from '../../errors.ts';
+import { fabricRef } from '../fabric-ref.ts';
+import type { ListResult } from '../entity-service.ts';
+import { linkSymbols } from './link.resource.ts';
+
+/** Each link with its routers' names (a router removed meanwhile has none). */
+const LINKS_WITH_NAMES = `(SELECT l.*, s.name AS src_router_name, d.name AS dst_router_name FROM links l
+  LEFT JOIN routers s ON s.id = l.src_router_id LEFT JOIN routers d ON d.id = l.dst_router_id)`;
+
+interface LinkRow {
+  id: string;
+  src_router_id: string;
+  dst_router_id: string;
+  src_router_name: string | null;
+  dst_router_name: string | null;
+  protocol: string;
+  cost: number;
+  static_cost: number;
+  state: string;
+  down: number;
+  iteration: number;
+}
+
+export function createLinkService(db: Db) {
+  function list(req: ListParams): ListResult {
+    const q = compileListQuery(linkSymbols, req);
+    const { rows, totalCount } = selectPage(db, LINKS_WITH_NAMES, q);
+    return {
+      items: rows,
+      page: { limit: q.limit, offset: q.offset, totalCount, unlimited: q.unlimited },
+      filterableFields: filterableFields(linkSymbols),
+    };
+  }
+
+  function get(id: string): Record<string, unknown> {
+    const row = prepare(db, `SELECT e.* FROM ${LINKS_WITH_NAMES} e WHERE e.id = ?`).get(id) as Record<string, unknown> | undefined;
+    return assertFound(row, 'link', id);
+  }
+
+  /** The fabric linkDetail of a row read by `list` or `get`. */
+  function present(row: Record<string, unknown>): Record<string, unknown> {
+    const l = row as unknown as LinkRow;
+    return {
+      connections: null,
+      cost: l.cost,
+      destLatency: 0,
+      destRouter: fabricRef('routers', l.dst_router_id, l.dst_router_name),
+      down: l.down === 1,
+      id: l.id,
+      iteration: l.iteration,
+      protocol: l.protocol,
+      sourceLatency: 0,
+      sourceRouter: fabricRef('routers', l.src_router_id, l.src_router_name),
+      state: l.state,
+      staticCost: l.static_cost,
+    };
+  }
+
+  return { list, get, present };
+}
+
+export type LinkService = ReturnType<typeof createLinkService>;
