@@ -86,6 +86,8 @@ interface TerminatorRow {
   precedence: string;
   host_id: string;
   peer_data: string;
+  /** `edge` (an SDK hosts it) or `tunnel` (a router's own tunneler). */
+  binding: string;
 }
 
 function newId(): string {
@@ -122,6 +124,7 @@ export function routeMessages(
   destination: string,
   peerData: ReadonlyMap<number, Uint8Array>,
   tags: Record<string, string>,
+  binding = 'edge',
 ): Array<{ routerId: string; route: ChannelMessage }> {
   const last = path.routers.length - 1;
   return path.routers.map((routerId, i) => {
@@ -141,7 +144,7 @@ export function routeMessages(
       attempt,
       timeout: BigInt(ROUTE_TIMEOUT_MS) * 1_000_000n,
       forwards,
-      ...(i === last ? { egress: { binding: 'edge', address: egressId, destination, peerData: new Map(peerData) } } : {}),
+      ...(i === last ? { egress: { binding, address: egressId, destination, peerData: new Map(peerData) } } : {}),
       tags,
     });
     return { routerId, route: message(CtrlContentType.Route, body) };
@@ -309,7 +312,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
       const { routers, links } = options.mesh.graph();
       const paths = cheapestPaths(router.routerId, routers, links);
       const candidates = (
-        prepare(db, `SELECT id, router_id, address, cost, precedence, host_id, peer_data FROM terminators WHERE service_id = ? AND (? = '' OR instance_id = ?)`).all(
+        prepare(db, `SELECT id, router_id, address, cost, precedence, host_id, peer_data, binding FROM terminators WHERE service_id = ? AND (? = '' OR instance_id = ?)`).all(
           granted.serviceId,
           instanceId,
           instanceId,
@@ -328,7 +331,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
       const ingressId = newId();
       const egressId = newId();
       const tags = { serviceId: granted.serviceId, clientId: granted.identityId, hostId: terminator.host_id };
-      const routes = routeMessages(circuitId, attempt, path, ingressId, egressId, terminator.address, peerData, tags);
+      const routes = routeMessages(circuitId, attempt, path, ingressId, egressId, terminator.address, peerData, tags, terminator.binding);
       const results = await Promise.allSettled(routes.map(({ routerId, route }) => options.mesh.requestOn(routerId, route, ROUTE_TIMEOUT_MS)));
       const failure = results.findIndex((r) => r.status === 'rejected' || !r.value.headers.has(RouteResultHeader.Success));
       if (failure >= 0) {
@@ -337,7 +340,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
         const code = r.status === 'fulfilled' ? (r.value.headers.get(RouteResultHeader.ErrorCode)?.[0] ?? 0) : 0;
         log.info({ circuitId, routerId: routes[failure]!.routerId, terminatorId: terminator.id, reason, code }, 'route failed');
         // Code 1 at the egress: the router does not know the terminator (its host went away): forget it.
-        if (code === 1 && failure === routes.length - 1) prepare(db, "DELETE FROM terminators WHERE id = ? AND binding = 'edge'").run(terminator.id);
+        if (code === 1 && failure === routes.length - 1) prepare(db, "DELETE FROM terminators WHERE id = ? AND binding IN ('edge', 'tunnel')").run(terminator.id);
         stats.failed(terminator.id);
         for (const { routerId } of routes) options.mesh.sendOn(routerId, unrouteMessage(circuitId));
         continue;

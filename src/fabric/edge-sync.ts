@@ -3,7 +3,7 @@
  * that asks the router to describe itself, the client hello it answers with (hostname and the edge URLs SDKs
  * connect to), the API sessions the router verifies SDK connections against (full state in chunks, then
  * each addition and removal), removed service sessions, and the public keys of the router data model (what
- * the router checks session JWTs with).
+ * the router checks session JWTs with; the rest of the model is src/fabric/data-model).
  */
 import { createHash } from 'node:crypto';
 import type { VersionInfo } from './channel/hello.ts';
@@ -120,12 +120,6 @@ export function publicKeyEvents(signingCertDer: Uint8Array, caCertDers: readonly
     key(signingCertDer, [PublicKeyUsage.JWTValidation, PublicKeyUsage.ClientX509CertValidation]),
     ...caCertDers.map((der) => key(der, [PublicKeyUsage.ClientX509CertValidation])),
   ];
-}
-
-/** The full data model a subscribing router replaces its own with. */
-export function dataState(events: ReadonlyArray<ProtoInput<DataStateEvent>>, endIndex: bigint, timelineId: string, subscriptionId: string): ChannelMessage {
-  const body = encode('edge.DataState', { events: [...events], endIndex, timelineId });
-  return message(EdgeContentType.DataState, body, [[EdgeHeader.RouterDataModelSubscriptionId, stringValue(subscriptionId)]]);
 }
 
 /** A change set routers apply at once, outside index order (public keys on connect). */

@@ -14,7 +14,6 @@ import {
   apiSessionFullState,
   apiSessionsAdded,
   apiSessionsRemoved,
-  dataState,
   publicKeyEvents,
   readClientHello,
   serverHello,
@@ -26,6 +25,8 @@ import { hashToken } from '../auth/api-session.service.ts';
 import type { ChannelMessage } from './channel/message.ts';
 import { EdgeContentType } from './proto/edge-ctrl.ts';
 import { createEdgeRequests } from './edge-requests.ts';
+import { createRouterDataModel } from './data-model/router-data-model.ts';
+import { createTunnelTerminators } from './tunnel-terminators.ts';
 import { createMesh, decodeListeners } from './mesh.ts';
 import type { FabricBus } from './bus.ts';
 import { HelloHeader } from './channel/hello.ts';
@@ -156,6 +157,7 @@ export function createFabric(options: FabricOptions) {
     router.channel.handle(CtrlContentType.VerifyRouter, (msg, ch) => mesh.verifyRouter(ch, msg));
     edgeRequests.attach(session);
     if (session.isEdge) edgeRequests.attachEdge(session);
+    if (session.isEdge) tunnelTerminators.attach(session);
     if (session.isEdge) startEdgeSync(session).catch((err: Error) => log.warn({ routerId: session.routerId, err: err.message }, 'edge sync failed'));
     router.channel.once('close', (reason) => {
       const current = sessions.get(session.routerId) === session;
@@ -166,6 +168,7 @@ export function createFabric(options: FabricOptions) {
         if (current) {
           edgeRequests.routerGone(session.routerId);
           mesh.routerGone(session.routerId);
+          tunnelTerminators.routerGone(session.routerId);
         }
       } catch (err) {
         log.warn({ routerId: session.routerId, err: (err as Error).message }, 'could not record the router disconnect');
@@ -207,14 +210,22 @@ export function createFabric(options: FabricOptions) {
     log,
   });
 
+  /** Terminators of the routers' own tunnelers (their Router identities hosting services). */
+  const tunnelTerminators = createTunnelTerminators({ db, access: options.access, controllerId: options.controllerId, log });
+
   // ---- edge routers: hello, API sessions, data model ------------------------------------------------------------
 
   const signingCertDer = certificateDer(options.signingCertPem);
   const caCertDers = parsePemBundle(options.caBundlePem).map(certificateDer);
   const publicKeys = publicKeyEvents(signingCertDer, caCertDers);
-  /** The model routers get (only the signing keys yet): one timeline per database, a fixed index. */
-  const timelineId = options.controllerId;
-  const modelIndex = 1n;
+  /** The router data model (src/fabric/data-model): one timeline per database, the change feed's seq as index. */
+  const dataModel = createRouterDataModel({
+    db,
+    access: { catchUp: () => options.access.catchUp(), membership: () => options.access.membership() },
+    controllerKeys: publicKeys,
+    timelineId: options.controllerId,
+    log,
+  });
   /** Tokens of the API sessions this process told routers about, by id (a removal names the token). */
   const pushedTokens = new Map<string, string>();
   const sessionEvents = createSessionEventReader(db);
@@ -231,11 +242,13 @@ export function createFabric(options: FabricOptions) {
 
   async function startEdgeSync(session: RouterSession): Promise<void> {
     const { channel } = session;
+    const sendModel = (m: ChannelMessage): void => {
+      channel.send(m);
+    };
     channel.handle(EdgeContentType.SubscribeToDataModelRequest, (msg) => {
-      const request = decode('edge.SubscribeToDataModelRequest', msg.body);
-      const current = request.renew && request.timelineId === timelineId && request.currentIndex === modelIndex;
-      if (!current) channel.send(dataState(publicKeys, modelIndex, timelineId, request.subscriptionId));
+      dataModel.subscribe(session.routerId, sendModel, decode('edge.SubscribeToDataModelRequest', msg.body));
     });
+    channel.once('close', () => dataModel.routerGone(session.routerId, sendModel));
     channel.handle(EdgeContentType.RequestClientReSync, () => sendFullApiSessionState(session));
     channel.handle(EdgeContentType.ConnectEvents, (msg) => identityConnections(session, msg));
     channel.handle(EdgeContentType.ApiSessionHeartbeat, (msg) => apiSessionHeartbeat(session, msg));
@@ -328,6 +341,11 @@ export function createFabric(options: FabricOptions) {
       edgeRequests.endCircuitsWhere((c) => c.links.some((l) => !links.has(l)), 'a link of its path went away');
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'could not push session changes to routers');
+    }
+    try {
+      dataModel.poll();
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'could not push data model changes to routers');
     }
   }, options.pollIntervalMs ?? 100);
   pollTimer.unref();

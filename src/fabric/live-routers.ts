@@ -57,8 +57,8 @@ function liveOf(row: Row): LiveRouter {
   };
 }
 
-/** SDK terminators routers created: they live as long as the router's connection (it re-creates them). */
-const ROUTER_TERMINATORS = "binding = 'edge' AND is_system = 1";
+/** Terminators routers created (SDKs', their own tunnelers'): they live as long as the router's connection (it re-creates them). */
+const ROUTER_TERMINATORS = "binding IN ('edge', 'tunnel') AND is_system = 1";
 
 /**
  * Forgets every connection and what routers made or reported over them (terminators, circuits, connected

@@ -10,6 +10,7 @@ import { hashToken } from '../auth/api-session.service.ts';
 import { verifyJwt, type JwtSigningKey } from '../pki/enrollment-jwt.ts';
 import type { Db } from '../store/database.ts';
 import { prepare } from '../store/entity-table.ts';
+import type { PolicyMembership } from './data-model/full-state.ts';
 
 /** Edge error codes SDKs understand. */
 export const EdgeErrorCode = {
@@ -41,6 +42,10 @@ export interface FabricAccess {
   mayUse(identityId: string, apiSessionId: string, serviceId: string, type: 'Dial' | 'Bind'): boolean;
   /** Whether edge router policies and service edge router policies put this router between them. */
   routerAllowed(identityId: string, serviceId: string, routerId: string): boolean;
+  /** The identities, services and posture checks each service policy covers now (the router data model). */
+  membership(): PolicyMembership;
+  /** Whether service policies let the identity dial or bind the service, posture aside (routers' own tunnelers). */
+  policyPermissions(identityId: string, serviceId: string): { dial: boolean; bind: boolean };
 }
 
 export interface GrantedAccess {

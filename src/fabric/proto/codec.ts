@@ -66,6 +66,9 @@ export interface ProtoMessages {
   'edge.RequestClientReSync': edge.RequestClientReSync;
   'edge.CreateTerminatorV2Request': edge.CreateTerminatorV2Request;
   'edge.CreateTerminatorV2Response': edge.CreateTerminatorV2Response;
+  'edge.CreateTunnelTerminatorRequestV2': edge.CreateTunnelTerminatorRequestV2;
+  'edge.CreateTunnelTerminatorResponseV2': edge.CreateTunnelTerminatorResponseV2;
+  'edge.UpdateTunnelTerminatorRequest': edge.UpdateTunnelTerminatorRequest;
   'edge.RemoveTerminatorRequest': edge.RemoveTerminatorRequest;
   'edge.UpdateTerminatorRequest': edge.UpdateTerminatorRequest;
   'edge.HealthEventRequest': edge.HealthEventRequest;
@@ -132,6 +135,9 @@ export const PROTO_TYPE_NAMES = Object.freeze({
   'edge.RequestClientReSync': 'ziti.edge_ctrl.pb.RequestClientReSync',
   'edge.CreateTerminatorV2Request': 'ziti.edge_ctrl.pb.CreateTerminatorV2Request',
   'edge.CreateTerminatorV2Response': 'ziti.edge_ctrl.pb.CreateTerminatorV2Response',
+  'edge.CreateTunnelTerminatorRequestV2': 'ziti.edge_ctrl.pb.CreateTunnelTerminatorRequestV2',
+  'edge.CreateTunnelTerminatorResponseV2': 'ziti.edge_ctrl.pb.CreateTunnelTerminatorResponseV2',
+  'edge.UpdateTunnelTerminatorRequest': 'ziti.edge_ctrl.pb.UpdateTunnelTerminatorRequest',
   'edge.RemoveTerminatorRequest': 'ziti.edge_ctrl.pb.RemoveTerminatorRequest',
   'edge.UpdateTerminatorRequest': 'ziti.edge_ctrl.pb.UpdateTerminatorRequest',
   'edge.HealthEventRequest': 'ziti.edge_ctrl.pb.HealthEventRequest',

@@ -348,6 +348,36 @@ export interface CreateTerminatorV2Response {
   retryHint: number;
 }
 
+/** A router's tunneler hosting a service (its own identity, the router's id). */
+export interface CreateTunnelTerminatorRequestV2 {
+  serviceId: string;
+  address: string;
+  peerData: ByteMap;
+  cost: number;
+  precedence: TerminatorPrecedence;
+  instanceId: string;
+  instanceSecret: Uint8Array;
+  startTime: bigint;
+}
+
+export interface CreateTunnelTerminatorResponseV2 {
+  terminatorId: string;
+  startTime: bigint;
+  result: CreateTerminatorResult;
+  msg: string;
+  errorCode: number;
+  /** One of RetryHint. */
+  retryHint: number;
+}
+
+export interface UpdateTunnelTerminatorRequest {
+  terminatorId: string;
+  cost: number;
+  precedence: TerminatorPrecedence;
+  updatePrecedence: boolean;
+  updateCost: boolean;
+}
+
 export interface RemoveTerminatorRequest {
   sessionToken: string;
   fingerprints: string[];

@@ -523,6 +523,34 @@ message CreateTerminatorV2Response {
   uint32 retryHint = 5;
 }
 
+message CreateTunnelTerminatorRequestV2 {
+  string serviceId = 1;
+  string address = 2;
+  map<uint32, bytes> peerData = 3;
+  uint32 cost = 4;
+  TerminatorPrecedence precedence = 5;
+  string instanceId = 6;
+  bytes instanceSecret = 7;
+  int64 startTime = 8;
+}
+
+message CreateTunnelTerminatorResponseV2 {
+  string terminatorId = 1;
+  int64 startTime = 2;
+  CreateTerminatorResult result = 3;
+  string msg = 4;
+  uint32 errorCode = 5;
+  uint32 retryHint = 6;
+}
+
+message UpdateTunnelTerminatorRequest {
+  string terminatorId = 1;
+  uint32 cost = 2;
+  TerminatorPrecedence precedence = 3;
+  bool updatePrecedence = 4;
+  bool updateCost = 5;
+}
+
 message RemoveTerminatorRequest {
   string sessionToken = 1;
   repeated string fingerprints = 2;

@@ -208,11 +208,14 @@ export interface RestResponse {
   body: any;
 }
 
-/** A small client of one edge API (`management` or `client`) of the controller under test, over node's https. */
+/**
+ * A small client of one API of the controller under test (the edge `management` or `client` API, or the
+ * `fabric` management API, which takes management API sessions), over node's https.
+ */
 export class EdgeRest {
   token = '';
 
-  constructor(readonly api: 'management' | 'client') {}
+  constructor(readonly api: 'management' | 'client' | 'fabric') {}
 
   /** Password login; keeps the session token. */
   async authenticate(username: string, password: string): Promise<void> {
@@ -227,7 +230,8 @@ export class EdgeRest {
     const c = controller();
     return new Promise((resolve, reject) => {
       const payload = body === undefined ? undefined : JSON.stringify(body);
-      const req = request(`${c.url}/edge/${this.api}/v1${path}`, {
+      const base = this.api === 'fabric' ? '/fabric/v1' : `/edge/${this.api}/v1`;
+      const req = request(`${c.url}${base}${path}`, {
         method,
         ca: c.ca,
         headers: {

@@ -34,6 +34,8 @@ async function newFile(): Promise<string> {
   const db = open(file);
   migrate(db);
   await bootstrapRecords(db, { username: 'admin', password: 'admin-password' });
+  // The seeded config types left rows for the router data model (migration 0029): start from an empty feed.
+  db.exec("DELETE FROM change_feed; DELETE FROM sqlite_sequence WHERE name = 'change_feed'");
   return file;
 }
 

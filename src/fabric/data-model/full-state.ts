@@ -1,0 +1,121 @@
+/**
+ * The full router data model, read from the store and the access index in one consistent view: the events of a
+ * DataState in upstream's order (sync_instant.go BuildAll, router_data_model.go getDataStateAlreadyLocked) —
+ * every config type, config, identity, service and posture check, then each service policy followed by its
+ * related services, posture checks and identities (`add=true`; services and posture checks always, identities
+ * when there are some), then the public keys (marked synthetic): the controller's own, then the third-party CAs.
+ *
+ * The same read gives what a change-set builder starts from (`TrackedModel`): which entities routers have and
+ * which members each service policy has, so later changes are sent as differences.
+ */
+import type { Db } from '../../store/database.ts';
+import type { ProtoInput } from '../proto/index.ts';
+import { DataStateAction, ServicePolicyRelatedEntityType, type DataStateEvent } from '../proto/edge-ctrl.ts';
+import {
+  readCaKeys,
+  readConfigTypes,
+  readConfigs,
+  readIdentities,
+  readPostureChecks,
+  readServicePolicies,
+  readServices,
+} from './model-store.ts';
+
+export type ModelEvent = ProtoInput<DataStateEvent>;
+
+/** The role lists of a service policy whose members routers get. */
+export type MemberField = 'serviceRoles' | 'postureCheckRoles' | 'identityRoles';
+
+/** Which entities each service policy covers now (the access index). */
+export interface PolicyMembership {
+  membersOf(policyId: string, field: MemberField): ReadonlySet<string>;
+}
+
+export interface PolicyMembers {
+  services: Set<string>;
+  postureChecks: Set<string>;
+  identities: Set<string>;
+}
+
+/** What routers were last told: entity ids by kind, each policy's members, the CA keys (CA id → kid). */
+export interface TrackedModel {
+  configTypes: Set<string>;
+  configs: Set<string>;
+  identities: Set<string>;
+  services: Set<string>;
+  postureChecks: Set<string>;
+  policies: Map<string, PolicyMembers>;
+  caKeys: Map<string, string>;
+}
+
+export function emptyTrackedModel(): TrackedModel {
+  return {
+    configTypes: new Set(),
+    configs: new Set(),
+    identities: new Set(),
+    services: new Set(),
+    postureChecks: new Set(),
+    policies: new Map(),
+    caKeys: new Map(),
+  };
+}
+
+const sorted = (ids: Iterable<string>): string[] => [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+
+function change(policyId: string, type: ServicePolicyRelatedEntityType, ids: readonly string[], add: boolean): ModelEvent {
+  return { action: DataStateAction.Create, servicePolicyChange: { policyId, relatedEntityIds: [...ids], relatedEntityType: type, add } };
+}
+
+export interface FullModel {
+  events: ModelEvent[];
+  tracked: TrackedModel;
+}
+
+/**
+ * Reads everything routers get. Run it inside one read transaction with the access index brought up to the same
+ * point, so members and entities agree. `controllerKeys` are the controller's own public key events.
+ */
+export function readFullModel(db: Db, membership: PolicyMembership, controllerKeys: readonly ModelEvent[], now = new Date()): FullModel {
+  const tracked = emptyTrackedModel();
+  const events: ModelEvent[] = [];
+  const create = DataStateAction.Create;
+  for (const configType of readConfigTypes(db)) {
+    tracked.configTypes.add(configType.id!);
+    events.push({ action: create, configType });
+  }
+  for (const config of readConfigs(db)) {
+    tracked.configs.add(config.id!);
+    events.push({ action: create, config });
+  }
+  for (const identity of readIdentities(db, now)) {
+    tracked.identities.add(identity.id!);
+    events.push({ action: create, identity });
+  }
+  for (const service of readServices(db)) {
+    tracked.services.add(service.id!);
+    events.push({ action: create, service });
+  }
+  for (const postureCheck of readPostureChecks(db)) {
+    tracked.postureChecks.add(postureCheck.id!);
+    events.push({ action: create, postureCheck });
+  }
+  for (const servicePolicy of readServicePolicies(db)) {
+    const id = servicePolicy.id!;
+    const members: PolicyMembers = {
+      services: new Set(membership.membersOf(id, 'serviceRoles')),
+      postureChecks: new Set(membership.membersOf(id, 'postureCheckRoles')),
+      identities: new Set(membership.membersOf(id, 'identityRoles')),
+    };
+    tracked.policies.set(id, members);
+    events.push({ action: create, servicePolicy });
+    events.push(change(id, ServicePolicyRelatedEntityType.RelatedService, sorted(members.services), true));
+    events.push(change(id, ServicePolicyRelatedEntityType.RelatedPostureCheck, sorted(members.postureChecks), true));
+    if (members.identities.size > 0) events.push(change(id, ServicePolicyRelatedEntityType.RelatedIdentity, sorted(members.identities), true));
+  }
+  events.push(...controllerKeys);
+  for (const { id, key } of readCaKeys(db)) {
+    tracked.caKeys.set(id, key.kid!);
+    events.push({ action: create, isSynthetic: true, publicKey: key });
+  }
+  return { events, tracked };
+}

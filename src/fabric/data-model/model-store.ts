@@ -1,0 +1,311 @@
+/**
+ * The entities of the router data model as the store holds them, converted to the shapes of the DataState
+ * events (`edge.DataState.*`): config types, configs, identities, services, posture checks (with their
+ * subtype), service policies, and the third-party CA certificates published as public keys. One entity by id
+ * (a change set re-reads what a feed row names) or every entity of a kind (the full state), each list ordered
+ * by id so a full state is the same for the same store.
+ *
+ * Field rules follow upstream's controller (sync_strats/sync_instant.go: newIdentity, newService, newConfig,
+ * newPostureCheck, newServicePolicy): hosting precedences as the TerminatorPrecedence enum, app data as its JSON
+ * bytes (none when empty), service config overrides as serviceId → {configTypeId → configId}, `disabled` as the
+ * REST side computes it now. One deliberate difference: a PROCESS check without a signer fingerprint is sent with
+ * no fingerprint, where upstream sends one empty string (which no process can match on the router).
+ */
+import { certificateDer, parsePemBundle } from '../../pki/pem.ts';
+import type { Db } from '../../store/database.ts';
+import { prepare } from '../../store/entity-table.ts';
+import { isDisabledNow } from '../../resources/identities/identity.service.ts';
+import type { ProtoInput } from '../proto/index.ts';
+import {
+  PolicyType,
+  PublicKeyFormat,
+  PublicKeyUsage,
+  TerminatorPrecedence,
+  type DataStateConfig,
+  type DataStateConfigType,
+  type DataStateIdentity,
+  type DataStatePostureCheck,
+  type DataStatePublicKey,
+  type DataStateService,
+  type DataStateServicePolicy,
+} from '../proto/edge-ctrl.ts';
+import { keyId } from '../edge-sync.ts';
+
+export type ConfigTypeModel = ProtoInput<DataStateConfigType>;
+export type ConfigModel = ProtoInput<DataStateConfig>;
+export type IdentityModel = ProtoInput<DataStateIdentity>;
+export type ServiceModel = ProtoInput<DataStateService>;
+export type PostureCheckModel = ProtoInput<DataStatePostureCheck>;
+export type ServicePolicyModel = ProtoInput<DataStateServicePolicy>;
+export type PublicKeyModel = ProtoInput<DataStatePublicKey>;
+
+const PRECEDENCE: Record<string, TerminatorPrecedence> = {
+  default: TerminatorPrecedence.Default,
+  required: TerminatorPrecedence.Required,
+  failed: TerminatorPrecedence.Failed,
+};
+
+function precedence(value: unknown): TerminatorPrecedence {
+  return PRECEDENCE[String(value).toLowerCase()] ?? TerminatorPrecedence.Default;
+}
+
+function jsonObject(text: string | null): Record<string, unknown> {
+  if (!text) return {};
+  try {
+    const value = JSON.parse(text) as unknown;
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+function stringList(text: string | null): string[] {
+  if (!text) return [];
+  try {
+    const value = JSON.parse(text) as unknown;
+    return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+// ---- config types and configs ------------------------------------------------------------------------------
+
+interface ConfigTypeRow {
+  id: string;
+  name: string;
+}
+
+export function readConfigType(db: Db, id: string): ConfigTypeModel | undefined {
+  const row = prepare(db, 'SELECT id, name FROM config_types WHERE id = ?').get(id) as ConfigTypeRow | undefined;
+  return row && { id: row.id, name: row.name };
+}
+
+export function readConfigTypes(db: Db): ConfigTypeModel[] {
+  return (prepare(db, 'SELECT id, name FROM config_types ORDER BY id').all() as ConfigTypeRow[]).map((r) => ({ id: r.id, name: r.name }));
+}
+
+interface ConfigRow {
+  id: string;
+  name: string;
+  config_type_id: string;
+  data: string;
+}
+
+function configModel(row: ConfigRow): ConfigModel {
+  return { id: row.id, typeId: row.config_type_id, name: row.name, dataJson: JSON.stringify(jsonObject(row.data)) };
+}
+
+export function readConfig(db: Db, id: string): ConfigModel | undefined {
+  const row = prepare(db, 'SELECT id, name, config_type_id, data FROM configs WHERE id = ?').get(id) as ConfigRow | undefined;
+  return row && configModel(row);
+}
+
+export function readConfigs(db: Db): ConfigModel[] {
+  return (prepare(db, 'SELECT id, name, config_type_id, data FROM configs ORDER BY id').all() as ConfigRow[]).map(configModel);
+}
+
+// ---- identities --------------------------------------------------------------------------------------------
+
+interface IdentityRow {
+  id: string;
+  name: string;
+  default_hosting_cost: number;
+  default_hosting_precedence: string;
+  service_hosting_costs: string | null;
+  service_hosting_precedences: string | null;
+  app_data: string | null;
+  disabled_at: string | null;
+  disabled_until: string | null;
+}
+
+interface OverrideRow {
+  identity_id: string;
+  service_id: string;
+  config_type_id: string;
+  config_id: string;
+}
+
+const IDENTITY_COLUMNS =
+  'id, name, default_hosting_cost, default_hosting_precedence, service_hosting_costs, service_hosting_precedences, app_data, disabled_at, disabled_until';
+
+function identityModel(row: IdentityRow, overrides: readonly OverrideRow[], now: Date): IdentityModel {
+  const serviceHostingPrecedences: Record<string, TerminatorPrecedence> = {};
+  for (const [serviceId, value] of Object.entries(jsonObject(row.service_hosting_precedences))) serviceHostingPrecedences[serviceId] = precedence(value);
+  const serviceHostingCosts: Record<string, number> = {};
+  for (const [serviceId, value] of Object.entries(jsonObject(row.service_hosting_costs))) {
+    if (typeof value === 'number') serviceHostingCosts[serviceId] = value >>> 0;
+  }
+  const appData = jsonObject(row.app_data);
+  const serviceConfigs: Record<string, { configs: Record<string, string> }> = {};
+  for (const o of overrides) (serviceConfigs[o.service_id] ??= { configs: {} }).configs[o.config_type_id] = o.config_id;
+  return {
+    id: row.id,
+    name: row.name,
+    defaultHostingPrecedence: precedence(row.default_hosting_precedence),
+    defaultHostingCost: row.default_hosting_cost >>> 0,
+    serviceHostingPrecedences,
+    serviceHostingCosts,
+    appDataJson: Object.keys(appData).length > 0 ? Buffer.from(JSON.stringify(appData), 'utf8') : Buffer.alloc(0),
+    serviceConfigs,
+    disabled: isDisabledNow(row.disabled_at, row.disabled_until, now),
+  };
+}
+
+export function readIdentity(db: Db, id: string, now = new Date()): IdentityModel | undefined {
+  const row = prepare(db, `SELECT ${IDENTITY_COLUMNS} FROM identities WHERE id = ?`).get(id) as IdentityRow | undefined;
+  if (!row) return undefined;
+  const overrides = prepare(db, 'SELECT identity_id, service_id, config_type_id, config_id FROM identity_service_configs WHERE identity_id = ? ORDER BY service_id, config_type_id').all(
+    id,
+  ) as OverrideRow[];
+  return identityModel(row, overrides, now);
+}
+
+export function readIdentities(db: Db, now = new Date()): IdentityModel[] {
+  const overrides = new Map<string, OverrideRow[]>();
+  for (const o of prepare(db, 'SELECT identity_id, service_id, config_type_id, config_id FROM identity_service_configs ORDER BY identity_id, service_id, config_type_id').all() as OverrideRow[]) {
+    let list = overrides.get(o.identity_id);
+    if (!list) overrides.set(o.identity_id, (list = []));
+    list.push(o);
+  }
+  return (prepare(db, `SELECT ${IDENTITY_COLUMNS} FROM identities ORDER BY id`).all() as IdentityRow[]).map((row) => identityModel(row, overrides.get(row.id) ?? [], now));
+}
+
+// ---- services ----------------------------------------------------------------------------------------------
+
+interface ServiceRow {
+  id: string;
+  name: string;
+  encryption_required: number;
+  configs: string | null;
+}
+
+function serviceModel(row: ServiceRow): ServiceModel {
+  return { id: row.id, name: row.name, encryptionRequired: row.encryption_required === 1, configs: stringList(row.configs) };
+}
+
+export function readService(db: Db, id: string): ServiceModel | undefined {
+  const row = prepare(db, 'SELECT id, name, encryption_required, configs FROM services WHERE id = ?').get(id) as ServiceRow | undefined;
+  return row && serviceModel(row);
+}
+
+export function readServices(db: Db): ServiceModel[] {
+  return (prepare(db, 'SELECT id, name, encryption_required, configs FROM services ORDER BY id').all() as ServiceRow[]).map(serviceModel);
+}
+
+// ---- posture checks ----------------------------------------------------------------------------------------
+
+interface PostureCheckRow {
+  id: string;
+  name: string;
+  type_id: string;
+  details: string | null;
+}
+
+const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []);
+
+function postureCheckModel(row: PostureCheckRow): PostureCheckModel {
+  const d = jsonObject(row.details);
+  const out: PostureCheckModel = { id: row.id, name: row.name, typeId: row.type_id };
+  switch (row.type_id) {
+    case 'MAC':
+      out.mac = { macAddresses: strings(d.macAddresses) };
+      break;
+    case 'DOMAIN':
+      out.domains = { domains: strings(d.domains) };
+      break;
+    case 'OS':
+      out.osList = {
+        osList: (Array.isArray(d.operatingSystems) ? (d.operatingSystems as Array<Record<string, unknown>>) : []).map((os) => ({
+          osType: String(os.type ?? ''),
+          osVersions: strings(os.versions),
+        })),
+      };
+      break;
+    case 'PROCESS': {
+      const p = (d.process ?? {}) as Record<string, unknown>;
+      const print = typeof p.signerFingerprint === 'string' && p.signerFingerprint !== '' ? [p.signerFingerprint] : [];
+      out.process = { osType: String(p.osType ?? ''), path: String(p.path ?? ''), hashes: strings(p.hashes), fingerprints: print };
+      break;
+    }
+    case 'PROCESS_MULTI':
+      out.processMulti = {
+        semantic: String(d.semantic ?? ''),
+        processes: (Array.isArray(d.processes) ? (d.processes as Array<Record<string, unknown>>) : []).map((p) => ({
+          osType: String(p.osType ?? ''),
+          path: String(p.path ?? ''),
+          hashes: strings(p.hashes),
+          fingerprints: strings(p.signerFingerprints),
+        })),
+      };
+      break;
+    case 'MFA':
+      out.mfa = {
+        timeoutSeconds: BigInt(typeof d.timeoutSeconds === 'number' ? Math.trunc(d.timeoutSeconds) : -1),
+        promptOnWake: d.promptOnWake === true,
+        promptOnUnlock: d.promptOnUnlock === true,
+        ignoreLegacyEndpoints: d.ignoreLegacyEndpoints === true,
+      };
+      break;
+  }
+  return out;
+}
+
+export function readPostureCheck(db: Db, id: string): PostureCheckModel | undefined {
+  const row = prepare(db, 'SELECT id, name, type_id, details FROM posture_checks WHERE id = ?').get(id) as PostureCheckRow | undefined;
+  return row && postureCheckModel(row);
+}
+
+export function readPostureChecks(db: Db): PostureCheckModel[] {
+  return (prepare(db, 'SELECT id, name, type_id, details FROM posture_checks ORDER BY id').all() as PostureCheckRow[]).map(postureCheckModel);
+}
+
+// ---- service policies --------------------------------------------------------------------------------------
+
+interface ServicePolicyRow {
+  id: string;
+  name: string;
+  policy_type: string;
+}
+
+function servicePolicyModel(row: ServicePolicyRow): ServicePolicyModel {
+  return { id: row.id, name: row.name, policyType: row.policy_type === 'Bind' ? PolicyType.Bind : PolicyType.Dial };
+}
+
+export function readServicePolicy(db: Db, id: string): ServicePolicyModel | undefined {
+  const row = prepare(db, 'SELECT id, name, policy_type FROM service_policies WHERE id = ?').get(id) as ServicePolicyRow | undefined;
+  return row && servicePolicyModel(row);
+}
+
+export function readServicePolicies(db: Db): ServicePolicyModel[] {
+  return (prepare(db, 'SELECT id, name, policy_type FROM service_policies ORDER BY id').all() as ServicePolicyRow[]).map(servicePolicyModel);
+}
+
+// ---- third-party CAs ---------------------------------------------------------------------------------------
+
+/** A CA's certificate as a public key routers validate client certificates with (its first certificate). */
+export function caPublicKey(certPem: string): PublicKeyModel | undefined {
+  let der: Uint8Array | undefined;
+  try {
+    const first = parsePemBundle(certPem)[0];
+    der = first === undefined ? undefined : certificateDer(first);
+  } catch {
+    der = undefined;
+  }
+  if (!der) return undefined;
+  return { data: der, kid: keyId(der), usages: [PublicKeyUsage.ClientX509CertValidation], format: PublicKeyFormat.X509CertDer };
+}
+
+export function readCaKey(db: Db, id: string): PublicKeyModel | undefined {
+  const row = prepare(db, 'SELECT cert_pem FROM cas WHERE id = ?').get(id) as { cert_pem: string } | undefined;
+  return row && caPublicKey(row.cert_pem);
+}
+
+export function readCaKeys(db: Db): Array<{ id: string; key: PublicKeyModel }> {
+  const out: Array<{ id: string; key: PublicKeyModel }> = [];
+  for (const row of prepare(db, 'SELECT id, cert_pem FROM cas ORDER BY id').all() as Array<{ id: string; cert_pem: string }>) {
+    const key = caPublicKey(row.cert_pem);
+    if (key) out.push({ id: row.id, key });
+  }
+  return out;
+}

@@ -1,0 +1,277 @@
+/**
+ * The router data model of one process: what the edge routers it holds are told about config types, configs,
+ * identities, services, posture checks, service policies and public keys (router-control.md §3), kept current
+ * from the change feed.
+ *
+ * - Index: the change feed's `seq` (shared by every process). A change set's index is the seq of the last feed row
+ *   it came from; the full state's `endIndex` is the model's index; the timeline is the controller instance id
+ *   (one per database).
+ * - Started at the first subscription: one read of the store and the access index gives the full state and what
+ *   routers have (`TrackedModel`). From then on every poll (the fabric's 100 ms timer) reads the feed rows above
+ *   its position, turns them into one change set (change-sets.ts), keeps it for replays (subscriptions.ts) and
+ *   sends it to every router with an active subscription, each with its own `previousIndex`. Every read happens
+ *   in one read transaction with the access index brought up to the same point, so entities, members and index
+ *   agree. A rebuild of the access index elsewhere (feed row `all`) or rows trimmed before they were read restart
+ *   the model: every subscribed router gets the full state again.
+ * - Subscriptions as upstream's rtx.go handles them (subscriptions.ts); CurrentIndexMessage every 30 s when the
+ *   index moved since the last one a router got.
+ * - With no subscription for 10 minutes the model is dropped (the next subscription starts it again).
+ */
+import type { Db } from '../../store/database.ts';
+import { prepare } from '../../store/entity-table.ts';
+import { message, stringValue, uint64Value, type ChannelMessage } from '../channel/message.ts';
+import { encode } from '../proto/index.ts';
+import { EdgeContentType, EdgeHeader } from '../proto/edge-ctrl.ts';
+import { createChangeSetBuilder, MODEL_FEED_KINDS, type ChangeSetBuilder, type FeedRow } from './change-sets.ts';
+import { readFullModel, type ModelEvent, type PolicyMembership } from './full-state.ts';
+import {
+  createChangeSetBuffer,
+  createSubscriptions,
+  type BufferedChangeSet,
+  type ChangeSetBuffer,
+  type ChangeSetBufferOptions,
+  type SubscribeRequest,
+  type Subscription,
+} from './subscriptions.ts';
+
+export interface DataModelLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  debug(obj: object, msg: string): void;
+}
+
+export interface DataModelAccess {
+  /** Brings the access index up to the store (other processes' writes). */
+  catchUp(): void;
+  /** Service policy members now. */
+  membership(): PolicyMembership;
+}
+
+export interface RouterDataModelOptions {
+  db: Db;
+  access: DataModelAccess;
+  /** The controller's own public key events (signing certificate, CA bundle), synthetic. */
+  controllerKeys: readonly ModelEvent[];
+  /** A stable id of this database (the controller instance id). */
+  timelineId: string;
+  log: DataModelLog;
+  now?: () => number;
+  buffer?: ChangeSetBufferOptions;
+  /** How often routers are told the current index when it moved (upstream: 30 s). */
+  indexIntervalMs?: number;
+  /** How long the model is kept without any subscription. */
+  idleReleaseMs?: number;
+}
+
+/** Sends one message to a router (its control channel). */
+export type RouterSend = (msg: ChannelMessage) => void;
+
+interface ModelState {
+  builder: ChangeSetBuilder;
+  buffer: ChangeSetBuffer;
+  /** Highest feed seq read. */
+  position: number;
+  /** The encoded full state at the buffer's current index, while it is current. */
+  full?: { index: bigint; body: Buffer; events: number };
+}
+
+const KIND_LIST = MODEL_FEED_KINDS.map((k) => `'${k}'`).join(', ');
+
+export function createRouterDataModel(options: RouterDataModelOptions) {
+  const { db, access, log, timelineId } = options;
+  const now = options.now ?? Date.now;
+  const indexIntervalMs = options.indexIntervalMs ?? 30_000;
+  const idleReleaseMs = options.idleReleaseMs ?? 10 * 60_000;
+  const subscriptions = createSubscriptions(timelineId);
+  const senders = new Map<string, RouterSend>();
+  let state: ModelState | undefined;
+  let lastIndexTick = now();
+  let idleSince = now();
+
+  /** Runs `fn` in one read transaction (or the caller's). */
+  function view<T>(fn: () => T): T {
+    if (db.inTransaction) return fn();
+    return db.transaction(fn).deferred();
+  }
+
+  function head(): number {
+    return (prepare(db, 'SELECT COALESCE(MAX(seq), 0) FROM change_feed').pluck().get() as number) ?? 0;
+  }
+
+  function trimmedThrough(): number {
+    return (prepare(db, 'SELECT trimmed_through FROM change_feed_trim WHERE id = 1').pluck().get() as number | undefined) ?? 0;
+  }
+
+  /** Reads everything at the feed's head (inside a view): the model starts, or starts again, there. */
+  function load(): ModelState {
+    const at = Math.max(head(), trimmedThrough());
+    access.catchUp();
+    const full = readFullModel(db, access.membership(), options.controllerKeys);
+    const index = BigInt(at);
+    const body = encode('edge.DataState', { events: full.events, endIndex: index, timelineId });
+    log.info({ index: String(index), events: full.events.length }, 'router data model loaded');
+    return {
+      builder: createChangeSetBuilder({ db, membership: () => access.membership(), tracked: full.tracked }),
+      buffer: createChangeSetBuffer(index, options.buffer),
+      position: at,
+      full: { index, body, events: full.events.length },
+    };
+  }
+
+  /** Applies the feed rows above the position (inside a view). Returns whether the model moved or restarted. */
+  function advance(s: ModelState): 'same' | 'moved' | 'restarted' {
+    const top = head();
+    if (top <= s.position) return 'same';
+    if (trimmedThrough() > s.position) {
+      log.warn({ position: s.position }, 'router data model missed trimmed change-feed rows, loading it again');
+      state = load();
+      return 'restarted';
+    }
+    const rows = (
+      prepare(db, `SELECT seq, kind, entity_id, op FROM change_feed WHERE seq > ? AND seq <= ? AND kind IN (${KIND_LIST}) ORDER BY seq`).all(s.position, top) as Array<{
+        seq: number;
+        kind: string;
+        entity_id: string;
+        op: string;
+      }>
+    ).map((r): FeedRow => ({ seq: r.seq, kind: r.kind, entityId: r.entity_id, op: r.op }));
+    if (rows.length === 0) {
+      s.position = top;
+      return 'same';
+    }
+    access.catchUp();
+    const result = s.builder.apply(rows);
+    s.position = top;
+    if (result.kind === 'none') return 'same';
+    if (result.kind === 'reset') {
+      log.info({ position: top }, 'access index rebuilt, loading the router data model again');
+      state = load();
+      return 'restarted';
+    }
+    const set: BufferedChangeSet = {
+      index: BigInt(result.lastSeq),
+      firstSeq: BigInt(result.firstSeq),
+      changes: encode('edge.DataState.ChangeSet', { changes: result.changes }),
+      at: now(),
+    };
+    s.buffer.add(set);
+    s.full = undefined;
+    log.debug({ index: String(set.index), events: result.changes.length }, 'router data model changed');
+    return 'moved';
+  }
+
+  /** The full state at the current index (inside a view, after `advance`). */
+  function fullState(s: ModelState): { index: bigint; body: Buffer; events: number } {
+    if (s.full && s.full.index === s.buffer.current) return s.full;
+    access.catchUp();
+    const full = readFullModel(db, access.membership(), options.controllerKeys);
+    const index = s.buffer.current;
+    s.full = { index, body: encode('edge.DataState', { events: full.events, endIndex: index, timelineId }), events: full.events.length };
+    return s.full;
+  }
+
+  function changeSetMessage(set: BufferedChangeSet, previousIndex: bigint, subscriptionId: string): ChannelMessage {
+    const head = encode('edge.DataState.ChangeSet', { index: set.index, previousIndex });
+    return message(EdgeContentType.DataStateChangeSet, Buffer.concat([head, set.changes]), [[EdgeHeader.RouterDataModelSubscriptionId, stringValue(subscriptionId)]]);
+  }
+
+  /** Brings one subscription up to the current index (inside a view). */
+  function sync(s: ModelState, sub: Subscription): void {
+    const send = senders.get(sub.routerId);
+    if (!send) return;
+    const plan = subscriptions.plan(sub, s.buffer);
+    if (plan.kind === 'none') return;
+    if (plan.kind === 'full') {
+      const full = fullState(s);
+      send(message(EdgeContentType.DataState, full.body, [[EdgeHeader.RouterDataModelSubscriptionId, stringValue(sub.subscriptionId)]]));
+      log.info({ routerId: sub.routerId, index: String(full.index), events: full.events, routerIndex: String(sub.index) }, 'router data model: full state sent');
+      sub.index = full.index;
+      sub.timelineId = timelineId;
+      return;
+    }
+    for (const set of plan.sets) {
+      send(changeSetMessage(set, sub.index, sub.subscriptionId));
+      sub.index = set.index;
+    }
+  }
+
+  function syncActive(s: ModelState): void {
+    for (const sub of subscriptions.active(now())) sync(s, sub);
+  }
+
+  /** A router's SubscribeToDataModelRequest. */
+  function subscribe(routerId: string, send: RouterSend, request: SubscribeRequest): void {
+    senders.set(routerId, send);
+    view(() => {
+      if (!state) state = load();
+      else advance(state);
+      const s = state;
+      syncActive(s);
+      const sub = subscriptions.request(routerId, request, now());
+      log.info(
+        { routerId, subscriptionId: request.subscriptionId, renew: request.renew, routerIndex: String(request.currentIndex), index: String(s.buffer.current), timelineMatches: request.timelineId === timelineId },
+        'router data model subscription',
+      );
+      sync(s, sub);
+    });
+  }
+
+  /** The fabric's poll: new change sets to subscribed routers, the periodic index, expiry. */
+  function poll(): void {
+    const t = now();
+    if (subscriptions.size > 0) idleSince = t;
+    if (!state) return;
+    if (subscriptions.size === 0 && t - idleSince >= idleReleaseMs) {
+      state = undefined;
+      log.info({}, 'router data model released (no subscription)');
+      return;
+    }
+    const s = state;
+    if (head() > s.position) {
+      view(() => {
+        const moved = advance(s);
+        if (moved !== 'same') syncActive(state!);
+      });
+    }
+    state?.buffer.expire(t);
+    if (t - lastIndexTick >= indexIntervalMs) {
+      lastIndexTick = t;
+      announceIndex();
+    }
+  }
+
+  /** CurrentIndexMessage to each router whose last one is behind. */
+  function announceIndex(): void {
+    if (!state) return;
+    const current = state.buffer.current;
+    for (const sub of subscriptions.all()) {
+      if (current <= sub.announced) continue;
+      const send = senders.get(sub.routerId);
+      if (!send) continue;
+      send(message(EdgeContentType.CurrentIndexMessage, Buffer.alloc(0), [[EdgeHeader.RouterDataModelIndex, uint64Value(current)]]));
+      sub.announced = current;
+    }
+  }
+
+  /**
+   * The router's connection is gone: so is its subscription. With `send`, only when the subscription still
+   * belongs to that connection (a newer connection of the router may have subscribed already).
+   */
+  function routerGone(routerId: string, send?: RouterSend): void {
+    if (send && senders.get(routerId) !== send) return;
+    subscriptions.remove(routerId);
+    senders.delete(routerId);
+  }
+
+  return {
+    subscribe,
+    poll,
+    routerGone,
+    /** The model's index (undefined before the first subscription). */
+    currentIndex: (): bigint | undefined => state?.buffer.current,
+    timelineId,
+    subscription: (routerId: string) => subscriptions.get(routerId),
+  };
+}
+
+export type RouterDataModel = ReturnType<typeof createRouterDataModel>;
