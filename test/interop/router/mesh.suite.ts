@@ -1,0 +1,211 @@
+/**
+ * A mesh of upstream routers (`ziti router`, v2.0): three edge routers A, B, C whose link groups make a line
+ * (A dials B, C dials B; A and C never link). They learn each other from the controller, link, and the controller
+ * routes circuits across them:
+ *
+ * - an SDK on A reaches a host on C across two links; the session's route path is A, B, C;
+ * - B killed mid-exchange ends the circuit, and with no path left dials fail cleanly; B back, dials work again;
+ * - B marked `noTraversal` can not carry the circuit; cleared, it can;
+ * - two hosts of one service (on A and on C): smart routing prefers the near one, `random` spreads dials over
+ *   both, a `required` host wins over a nearer `default` one, a host that goes away fails over to the other;
+ *   `ziti edge list terminators` shows both.
+ *
+ * Run by `npm run test:interop` (suite `router`). Loopback only.
+ */
+import { after, afterEach, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import {
+  adminRest, cleanupRouters, controller, createEdgeRouter, enrollRouter, loginCli, printRouterLogs, startProcess, startRouter, waitFor,
+  workDir, writeRouterConfig, zitiCli, EdgeRest, type PeerProcess, type RouterConfig, type RouterHandle, type RouterProcess,
+} from './harness.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const ONLINE_WITHIN_MS = 30_000;
+const LINKED_WITHIN_MS = 60_000;
+const BIND_WITHIN_MS = 60_000;
+
+let admin: EdgeRest;
+let failed = false;
+let sdkecho = '';
+
+interface MeshRouter {
+  handle: RouterHandle;
+  config: RouterConfig;
+  run: RouterProcess;
+}
+const routers: Record<'A' | 'B' | 'C', MeshRouter> = {} as never;
+
+/** Sets the router's link dialer and listener groups: a router dials only listeners that share a group. */
+function setLinkGroups(configFile: string, dialerGroups: string[], listenerGroups: string[]): void {
+  const config = parseYaml(readFileSync(configFile, 'utf8'));
+  config.link.dialers = config.link.dialers.map((d: Record<string, unknown>) => ({ ...d, groups: dialerGroups }));
+  config.link.listeners = config.link.listeners.map((l: Record<string, unknown>) => ({ ...l, groups: listenerGroups }));
+  writeFileSync(configFile, stringifyYaml(config));
+}
+
+async function startMeshRouter(name: 'A' | 'B' | 'C', dialers: string[], listeners: string[]): Promise<void> {
+  const handle = await createEdgeRouter(`mesh-${name.toLowerCase()}`, { roleAttributes: [`mesh-${name.toLowerCase()}`] });
+  const config = await writeRouterConfig(handle);
+  setLinkGroups(config.configFile, dialers, listeners);
+  enrollRouter(config.configFile, handle.jwtFile);
+  routers[name] = { handle, config, run: startRouter(config.configFile) };
+}
+
+async function identity(name: string, attribute: string): Promise<string> {
+  const jwt = join(workDir(), `${name}.jwt`);
+  const file = join(workDir(), `${name}.json`);
+  zitiCli(['edge', 'create', 'identity', name, '-o', jwt, '-a', attribute]);
+  zitiCli(['edge', 'enroll', jwt, '-o', file]);
+  return file;
+}
+
+/** Links between two routers as the store has them (either direction). */
+async function linked(a: MeshRouter, b: MeshRouter): Promise<boolean> {
+  const fabric = new EdgeRest('fabric');
+  fabric.token = admin.token;
+  const res = await fabric.get('/links');
+  if (res.status === 200) {
+    return (res.body.data as any[]).some((l) => [l.sourceRouter?.id, l.destRouter?.id].sort().join() === [a.handle.id, b.handle.id].sort().join());
+  }
+  return false;
+}
+
+/** One SDK context that dials on command (sdkecho session). */
+function sessionPeer(name: string, identityFile: string, service: string): PeerProcess {
+  return startProcess(name, sdkecho, ['session', identityFile, service], { stdin: true });
+}
+
+before(async () => {
+  try {
+    controller();
+    admin = await adminRest();
+    loginCli();
+    sdkecho = join(workDir(), 'sdkecho');
+    const built = spawnSync('go', ['build', '-o', sdkecho, './cmd/sdkecho'], { cwd: resolve(here, '..', 'go'), encoding: 'utf8', env: { ...process.env, GOPROXY: 'off' } });
+    if (built.status !== 0) throw new Error(`go build failed:\n${built.stderr}`);
+  } catch (err) {
+    failed = true;
+    throw err;
+  }
+});
+
+afterEach((t) => {
+  if ((t as unknown as { passed?: boolean }).passed === false) {
+    failed = true;
+    printRouterLogs(`after failed test "${t.name}"`);
+  }
+});
+
+after(async () => {
+  await cleanupRouters({ keepLogs: failed });
+});
+
+describe('a line of three routers', () => {
+  let client: PeerProcess;
+  let hostC: PeerProcess;
+  let hostA: PeerProcess | undefined;
+  let clientFile = '';
+  let hostAFile = '';
+
+  it('routers link as their groups allow and show online', async () => {
+    // A dials B; C dials B; B dials no one; A's and C's listeners share no group with any dialer but B's.
+    await startMeshRouter('A', ['ab'], ['a-only']);
+    await startMeshRouter('B', ['none'], ['ab', 'bc']);
+    await startMeshRouter('C', ['bc'], ['c-only']);
+    for (const r of Object.values(routers)) {
+      await waitFor(async () => (await admin.edgeRouter(r.handle.id))?.isOnline === true || undefined, ONLINE_WITHIN_MS, { what: `${r.handle.name} online` });
+    }
+    await waitFor(() => linked(routers.A, routers.B), LINKED_WITHIN_MS, { what: 'the A-B link' });
+    await waitFor(() => linked(routers.C, routers.B), LINKED_WITHIN_MS, { what: 'the C-B link' });
+    assert.equal(await linked(routers.A, routers.C), false, 'A and C share no link group');
+  });
+
+  it('an SDK on A reaches a host on C across two links; the route path is A, B, C', async () => {
+    clientFile = await identity('mesh-client', 'mesh-clients');
+    const hostCFile = await identity('mesh-host-c', 'mesh-hosts-c');
+    hostAFile = await identity('mesh-host-a', 'mesh-hosts-a');
+    zitiCli(['edge', 'create', 'service', 'mesh-echo']);
+    zitiCli(['edge', 'create', 'service-policy', 'mesh-bind', 'Bind', '--service-roles', '@mesh-echo', '--identity-roles', '#mesh-hosts-c,#mesh-hosts-a']);
+    zitiCli(['edge', 'create', 'service-policy', 'mesh-dial', 'Dial', '--service-roles', '@mesh-echo', '--identity-roles', '#mesh-clients']);
+    zitiCli(['edge', 'create', 'edge-router-policy', 'mesh-client-a', '--edge-router-roles', '#mesh-a', '--identity-roles', '#mesh-clients,#mesh-hosts-a']);
+    zitiCli(['edge', 'create', 'edge-router-policy', 'mesh-host-c', '--edge-router-roles', '#mesh-c', '--identity-roles', '#mesh-hosts-c']);
+    zitiCli(['edge', 'create', 'service-edge-router-policy', 'mesh-all', '--edge-router-roles', '#all', '--service-roles', '@mesh-echo']);
+    hostC = startProcess('mesh-host-c', sdkecho, ['host', hostCFile, 'mesh-echo']);
+    await hostC.waitForLine('bound', BIND_WITHIN_MS);
+    client = sessionPeer('mesh-client', clientFile, 'mesh-echo');
+    await client.waitForLine('ready', 30_000);
+    assert.equal(await client.ask('dial 20', 60_000), 'ok 20');
+    assert.equal(await client.ask('open', 60_000), 'opened');
+    assert.equal(await client.ask('exchange 3', 30_000), 'ok 3');
+    const sessions = await admin.get(`/sessions?limit=500&filter=${encodeURIComponent('type = "Dial"')}`);
+    assert.equal(sessions.status, 200, JSON.stringify(sessions.body));
+    const paths = await Promise.all((sessions.body.data as any[]).map(async (s) => (await admin.get(`/sessions/${s.id}/route-path`)).body.data.routePath));
+    assert.ok(
+      paths.some((p: string[]) => p.join() === [routers.A.handle.id, routers.B.handle.id, routers.C.handle.id].join()),
+      `route paths: ${JSON.stringify(paths)}`,
+    );
+  });
+
+  it('B killed mid-exchange ends the circuit and dials fail without a path; B back, dials work', async () => {
+    await routers.B.run.kill9();
+    assert.match(await client.ask('exchange 50 50', 60_000), /^error/);
+    await waitFor(async () => (await admin.edgeRouter(routers.B.handle.id))?.isOnline === false || undefined, ONLINE_WITHIN_MS);
+    assert.match(await client.ask('dial 1', 60_000), /^error/, 'no path from A to C without B');
+    routers.B.run = startRouter(routers.B.config.configFile);
+    await waitFor(() => linked(routers.A, routers.B), LINKED_WITHIN_MS, { what: 'the A-B link again' });
+    await waitFor(() => linked(routers.C, routers.B), LINKED_WITHIN_MS, { what: 'the C-B link again' });
+    await waitFor(async () => ((await client.ask('dial 5', 60_000)) === 'ok 5') || undefined, 60_000, { what: 'a dial across B again', intervalMs: 1000 });
+  });
+
+  it('a router marked noTraversal does not carry circuits; cleared, it does', async () => {
+    const patched = await admin.request('PATCH', `/edge-routers/${routers.B.handle.id}`, { noTraversal: true });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    assert.match(await client.ask('dial 1', 60_000), /^error/);
+    assert.equal((await admin.request('PATCH', `/edge-routers/${routers.B.handle.id}`, { noTraversal: false })).status, 200);
+    assert.equal(await client.ask('dial 3', 60_000), 'ok 3');
+  });
+
+  it('two hosts of one service: near first, spread at random, required wins, failover; both listed', async () => {
+    hostA = startProcess('mesh-host-a', sdkecho, ['host', hostAFile, 'mesh-echo']);
+    await hostA.waitForLine('bound', BIND_WITHIN_MS);
+    const list = zitiCli(['edge', 'list', 'terminators', 'service.name = "mesh-echo"']);
+    const termRows = list.stdout.split('\n').filter((l) => l.includes('mesh-echo'));
+    assert.equal(termRows.length, 2, list.stdout);
+
+    const closes = (p: PeerProcess) => p.lines.filter((l) => l === 'peer closed').length;
+    const before = { a: closes(hostA), c: closes(hostC) };
+    for (let i = 0; i < 6; i++) assert.equal(await client.ask('dial 1', 60_000), 'ok 1');
+    await waitFor(() => closes(hostA!) - before.a === 6 || undefined, 10_000, { what: 'six dials at the near host (A)' });
+    assert.equal(closes(hostC) - before.c, 0, 'smart routing never crossed two links for an equal host');
+
+    const service = await admin.data(`/services?filter=${encodeURIComponent('name = "mesh-echo"')}`);
+    const serviceId = (service as any[])[0].id;
+    assert.equal((await admin.request('PATCH', `/services/${serviceId}`, { terminatorStrategy: 'random' })).status, 200);
+    const spread = { a: closes(hostA), c: closes(hostC) };
+    for (let i = 0; i < 16; i++) assert.equal(await client.ask('dial 1', 60_000), 'ok 1');
+    await waitFor(() => closes(hostA!) + closes(hostC) - spread.a - spread.c === 16 || undefined, 10_000);
+    assert.ok(closes(hostA) > spread.a && closes(hostC) > spread.c, `random reached both hosts (A ${closes(hostA) - spread.a}, C ${closes(hostC) - spread.c})`);
+
+    assert.equal((await admin.request('PATCH', `/services/${serviceId}`, { terminatorStrategy: 'smartrouting' })).status, 200);
+    const terms = (await admin.data(`/terminators?filter=${encodeURIComponent(`service = "${serviceId}"`)}`)) as any[];
+    const onC = terms.find((t) => t.routerId === routers.C.handle.id);
+    assert.equal((await admin.request('PATCH', `/terminators/${onC.id}`, { precedence: 'required' })).status, 200);
+    const req = { a: closes(hostA), c: closes(hostC) };
+    for (let i = 0; i < 4; i++) assert.equal(await client.ask('dial 1', 60_000), 'ok 1');
+    await waitFor(() => closes(hostC) - req.c === 4 || undefined, 10_000, { what: 'every dial at the required host (C)' });
+    assert.equal(closes(hostA) - req.a, 0);
+
+    assert.equal((await admin.request('PATCH', `/terminators/${onC.id}`, { precedence: 'default' })).status, 200);
+    await hostA.stop();
+    await waitFor(async () => (((await admin.data(`/terminators?filter=${encodeURIComponent(`service = "${serviceId}"`)}`)) as any[]).length === 1) || undefined, 10_000);
+    const fail = closes(hostC);
+    assert.equal(await client.ask('dial 2', 60_000), 'ok 2');
+    await waitFor(() => closes(hostC) > fail || undefined, 10_000, { what: 'the dial failed over to C' });
+    client.send('quit');
+  });
+});
