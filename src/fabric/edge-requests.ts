@@ -231,7 +231,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
       return true;
     });
     if (!stored) return answer(CreateTerminatorResult.FailedIdConflict, `terminator ${terminatorId} exists for another router, service or host`, EdgeErrorCode.InvalidTerminator, 2);
-    log.debug({ routerId: router.routerId, terminatorId, serviceId: granted.serviceId }, 'terminator created');
+    log.info({ routerId: router.routerId, terminatorId, serviceId: granted.serviceId }, 'terminator created');
     answer(CreateTerminatorResult.Success);
   }
 
@@ -390,7 +390,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
       ]);
       reply.headers.set(ChannelHeader.ReplyFor, Buffer.from(Int32Array.of(msg.sequence).buffer));
       router.channel.send(reply);
-      log.debug({ circuitId, serviceId: granted.serviceId, hops: path.links.length, ms: Date.now() - started }, 'circuit created');
+      log.info({ circuitId, serviceId: granted.serviceId, path: path.routers, ms: Date.now() - started }, 'circuit created');
       return;
     }
     fail(EdgeErrorCode.InvalidTerminator, `no terminator of service ${granted.serviceId} answered`, circuitId);
@@ -401,7 +401,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
     stats.circuitClosed(circuit.terminatorId);
     prepare(db, 'DELETE FROM circuits WHERE id = ?').run(circuit.id);
     for (const routerId of circuit.path) if (routerId !== except) options.mesh.sendOn(routerId, unrouteMessage(circuit.id));
-    log.debug({ circuitId: circuit.id, reason }, 'circuit ended');
+    log.info({ circuitId: circuit.id, reason }, 'circuit ended');
   }
 
   /** A circuit this process does not own ended at one of its routers: its owner ends it. */

@@ -176,15 +176,19 @@ export function createMesh(options: MeshOptions) {
        ON CONFLICT (id) DO UPDATE SET iteration = excluded.iteration, state = 'Connected', down = 0, owner = excluded.owner, updated_at = excluded.updated_at`,
     );
     const routers = new Set(prepare(db, 'SELECT id FROM routers').pluck().all() as string[]);
+    const known = prepare(db, 'SELECT 1 FROM links WHERE id = ?');
     db.transaction(() => {
       for (const link of report.links) {
         if (!link.id || !routers.has(link.destRouterId) || link.destRouterId === routerId) continue;
+        if (!known.get(link.id)) log.info({ linkId: link.id, from: routerId, to: link.destRouterId, protocol: link.linkProtocol }, 'link up');
         upsert.run(link.id, routerId, link.destRouterId, link.linkProtocol, link.dialAddress, link.iteration, bus.self, at, at);
       }
       if (report.fullRefresh) {
         const listed = new Set(report.links.map((l) => l.id));
         for (const id of prepare(db, 'SELECT id FROM links WHERE src_router_id = ?').pluck().all(routerId) as string[]) {
-          if (!listed.has(id)) prepare(db, 'DELETE FROM links WHERE id = ?').run(id);
+          if (listed.has(id)) continue;
+          prepare(db, 'DELETE FROM links WHERE id = ?').run(id);
+          log.info({ linkId: id, from: routerId }, 'link gone (no longer reported)');
         }
       }
     }).immediate();
@@ -212,7 +216,8 @@ export function createMesh(options: MeshOptions) {
 
   /** A router went away: its links go with it. */
   function routerGone(routerId: string): void {
-    prepare(db, 'DELETE FROM links WHERE src_router_id = ? OR dst_router_id = ?').run(routerId, routerId);
+    const gone = prepare(db, 'DELETE FROM links WHERE src_router_id = ? OR dst_router_id = ?').run(routerId, routerId).changes;
+    if (gone > 0) log.info({ routerId, links: gone }, 'links of a disconnected router removed');
   }
 
   // ---- peers ---------------------------------------------------------------------------------------------------

@@ -43,6 +43,11 @@ async function edgeRouterDetail(id: string): Promise<Record<string, any>> {
   return res.body.data;
 }
 
+/** The change-feed operations recorded for one fabric event subject, in feed order. */
+function feedOps(kind: string, id: string): string[] {
+  return tc.controller.db.prepare('SELECT op FROM change_feed WHERE kind = ? AND entity_id = ? ORDER BY seq').pluck().all(kind, id) as string[];
+}
+
 function isSuccess(result: { headers: Map<number, Buffer> }): boolean {
   return readBool(result.headers.get(ChannelHeader.ResultSuccess)) === true;
 }
@@ -84,6 +89,8 @@ describe('control channel: admission', () => {
     conn.close();
     await eventually(async () => (await edgeRouterDetail(router.id)).isOnline === false, 'the router shows offline after it disconnects');
     assert.equal((await edgeRouterDetail(router.id)).syncStatus, 'SYNC_UNKNOWN');
+    // Every process sees the same events, in one order, on the change feed.
+    assert.deepEqual(feedOps('routerConnection', router.id), ['set', 'remove']);
   });
 
   it('echoes the group secret of a re-dial unchanged', async () => {
@@ -395,6 +402,7 @@ describe('control channel: terminators and circuits', async () => {
 
     conn.send(message(CtrlContentType.Fault, encode('ctrl.Fault', { subject: 1, id: route.circuitId })));
     await eventually(async () => (await tc.mgmt.get(`/sessions/${dialSession.id}/route-path`)).body.data.routePath.length === 0, 'the circuit ends');
+    assert.deepEqual(feedOps('circuit', route.circuitId), ['set', 'remove']);
 
     const seq = conn.send(message(CtrlContentType.RemoveTerminatorsRequest, encode('ctrl.RemoveTerminatorsRequest', { terminatorIds: ['term-1'] })));
     assert.ok(isSuccess(await conn.replyTo(seq)));
