@@ -85,6 +85,10 @@ describe('control channel: admission', () => {
     assert.deepEqual(detail.versionInfo, { version: 'v2.0.0-pre3', revision: 'a0c6f0dd', buildDate: '2026-03-06T16:10:46Z', os: 'linux', arch: 'amd64' });
     const base = await tc.mgmt.get(`/routers/${router.id}`);
     assert.equal(base.body.data.isOnline, true);
+    for (const filter of [`online = true and id = "${router.id}"`, `connected = true and id = "${router.id}"`]) {
+      const listed = await tc.mgmt.get(`/edge-routers?filter=${encodeURIComponent(filter)}`);
+      assert.deepEqual(listed.body.data.map((r: { id: string }) => r.id), [router.id], filter);
+    }
 
     conn.close();
     await eventually(async () => (await edgeRouterDetail(router.id)).isOnline === false, 'the router shows offline after it disconnects');

@@ -1,8 +1,8 @@
 /**
  * The edge router record (management seeds §2.9, upstream model §3.5): a row of `routers` with
- * `is_edge = 1`. Live state (online, sync status, hostname, protocols, version) comes from a router's
- * control channel, which this controller does not run, so it reads as "never connected". Enrollment
- * fields are filled in by the service while the router is unverified.
+ * `is_edge = 1`. Live state (online, sync status, hostname, protocols, version) comes from the router's
+ * control channel (table `router_connections`, src/fabric). Enrollment fields are filled in by the service
+ * while the router is unverified.
  */
 import { Type } from '@sinclair/typebox';
 import { defineResource, roleAttributesField, nameField } from '../define-resource.ts';
@@ -32,10 +32,11 @@ const NullableString = Nullable(Type.String());
 const NullableDateTime = Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'date-time' });
 export const NullInterfaces = Type.Unsafe<unknown[] | null>({ type: ['array', 'null'], items: { type: 'object', additionalProperties: true } });
 
-/** Filter symbols upstream computes from live router state; never connected here, so always false. */
+/** Filter symbols upstream computes from live router state: whether the router's control channel is up. */
+const CONNECTED_SQL = 'EXISTS (SELECT 1 FROM router_connections c WHERE c.router_id = e.id)';
 const liveStateSymbols = {
-  connected: { kind: 'scalar' as const, type: 'bool' as const, sql: '0', sortable: false },
-  online: { kind: 'scalar' as const, type: 'bool' as const, sql: '0', sortable: false },
+  connected: { kind: 'scalar' as const, type: 'bool' as const, sql: CONNECTED_SQL, sortable: false },
+  online: { kind: 'scalar' as const, type: 'bool' as const, sql: CONNECTED_SQL, sortable: false },
 };
 
 export const edgeRouterResource = defineResource({
