@@ -29,6 +29,10 @@ export interface Config {
    * entry point only: `startController` always runs one process.
    */
   workers: number;
+  /** Most authentication requests admitted at once per process (adaptive below it; 0: no limit). */
+  authLimit: number;
+  /** Most state-changing requests admitted at once per process (adaptive below it; 0: no limit). */
+  writeLimit: number;
 }
 
 export const defaults = {
@@ -40,7 +44,15 @@ export const defaults = {
   apiSessionTimeoutMs: 30 * 60 * 1000,
   logLevel: 'info',
   serverKeyType: 'ec',
+  authLimit: 250,
+  writeLimit: 250,
 } as const;
+
+function parseLimit(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 100_000) throw new InvalidArgumentError('must be an integer 0-100000 (0: no limit)');
+  return n;
+}
 
 /** `--workers` / PORTCULLIS_WORKERS: one worker process per core by default. */
 function parseWorkers(value: string): number {
@@ -90,6 +102,18 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
       'worker processes sharing the listener (default: one per core; 1 = a single process)',
       parseWorkers,
       env.PORTCULLIS_WORKERS ? parseWorkers(env.PORTCULLIS_WORKERS) : availableParallelism(),
+    )
+    .option(
+      '--auth-limit <n>',
+      'most authentication requests admitted at once per process; the excess gets 429 (0: no limit)',
+      parseLimit,
+      env.PORTCULLIS_AUTH_LIMIT ? parseLimit(env.PORTCULLIS_AUTH_LIMIT) : defaults.authLimit,
+    )
+    .option(
+      '--write-limit <n>',
+      'most state-changing requests admitted at once per process; the excess gets 429 (0: no limit)',
+      parseLimit,
+      env.PORTCULLIS_WRITE_LIMIT ? parseLimit(env.PORTCULLIS_WRITE_LIMIT) : defaults.writeLimit,
     )
     .allowExcessArguments(false)
     .exitOverride();

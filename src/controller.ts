@@ -75,6 +75,7 @@ import { createDatabaseOps, resetDatabaseOps } from './resources/database/databa
 import { loadOrCreateTokenSeal } from './auth/token-seal.ts';
 import { createFabric, type Fabric } from './fabric/fabric.ts';
 import { loneBus, type FabricBus } from './fabric/bus.ts';
+import { admissionSettings } from './http/admission.ts';
 import type { FabricAccess } from './fabric/service-access.ts';
 import { createPostureEvaluator, type PostureEvaluator } from './posture/posture-evaluator.ts';
 import { clearLiveRouters, createLiveRouters } from './fabric/live-routers.ts';
@@ -300,6 +301,7 @@ export async function startController(config: Config, options: StartOptions = {}
         access.catchUp();
         if (options.workerId !== undefined) reply.header('x-portcullis-worker', options.workerId);
       },
+      admission: admissionSettings(config.authLimit, config.writeLimit),
       controlChannel: (socket) => (fabric ? fabric.accept(socket) : socket.destroy()),
     });
     fabric = createFabric({

@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { posix } from 'node:path';
 import { ApiError } from '../errors.ts';
 import { compileValidator } from './validation.ts';
+import { AdaptiveLimiter, admissionClass, type AdmissionSettings } from './admission.ts';
 import { errorHandler, sendError } from './error-handler.ts';
 import { mountApi, type ApiDefinition } from './route.ts';
 import type { SessionResolver } from './authenticate-request.ts';
@@ -35,6 +36,8 @@ export interface ServerOptions {
    * port, as upstream's do); every other connection is HTTP.
    */
   controlChannel?: (socket: TLSSocket) => void;
+  /** Admission limits (src/http/admission.ts); none when absent. */
+  admission?: AdmissionSettings;
 }
 
 /** The ALPN name routers ask for on the control channel. */
@@ -208,7 +211,20 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   const routes = new RouteIndex();
   app.addHook('onRoute', (r) => routes.add(r.method, r.url));
 
+  const limiters = opts.admission ? { auth: new AdaptiveLimiter(opts.admission.auth), write: new AdaptiveLimiter(opts.admission.writes) } : undefined;
+
   app.addHook('onRequest', (req: FastifyRequest, reply, done) => {
+    if (limiters) {
+      const kind = admissionClass(req.method, req.routeOptions.url ?? '');
+      if (kind) {
+        const release = limiters[kind].acquire();
+        if (!release) {
+          done(new ApiError(kind === 'auth' ? 'RATE_LIMITED' : 'SERVER_TOO_MANY_REQUESTS'));
+          return;
+        }
+        reply.raw.once('close', () => release());
+      }
+    }
     try {
       opts.onRequest?.(req, reply);
     } catch (err) {
