@@ -50,10 +50,27 @@ export function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
   return reply.code(err.status).type('application/json').send(renderError(err));
 }
 
+/**
+ * The store could not write (disk full, I/O failure) or stayed locked past its timeout: the transaction was
+ * rolled back, so the request changed nothing and may be retried. Answered 503 with a clear reason.
+ */
+function fromStoreError(err: Error): ApiError | undefined {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return undefined;
+  if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR') || code === 'SQLITE_READONLY' || code === 'SQLITE_CANTOPEN') return new ApiError('STORAGE_UNAVAILABLE');
+  if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_') || code === 'SQLITE_LOCKED') return new ApiError('TIMEOUT');
+  return undefined;
+}
+
 export function errorHandler(err: FastifyError | ApiError | Error, req: FastifyRequest, reply: FastifyReply) {
   if (err instanceof ApiError) return sendError(reply, err);
   const mapped = fromFrameworkError(err as FastifyError, req);
   if (mapped) return sendError(reply, mapped);
+  const store = fromStoreError(err);
+  if (store) {
+    req.log.warn({ code: (err as { code?: string }).code, url: req.routeOptions?.url }, 'store write failed');
+    return sendError(reply, store);
+  }
   req.log.error({ err, url: req.routeOptions?.url }, 'unhandled error');
   return sendError(reply, new ApiError('UNHANDLED'));
 }
