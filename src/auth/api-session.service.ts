@@ -196,18 +196,30 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
     const marks = [...activity.entries()];
     activity.clear();
     const cutoff = new Date(clock.now().getTime() - timeoutMs).toISOString();
-    withTransaction(db, (tx) => {
-      const mark = prepare(tx.db, 'UPDATE api_sessions SET last_activity_at = ? WHERE id = ? AND last_activity_at < ?');
-      for (const [id, ms] of marks) {
-        const at = new Date(ms).toISOString();
-        mark.run(at, id, at);
-      }
-      prepare(tx.db, 'DELETE FROM api_sessions WHERE last_activity_at < ?').run(cutoff);
-    });
+    try {
+      withTransaction(db, (tx) => {
+        const mark = prepare(tx.db, 'UPDATE api_sessions SET last_activity_at = ? WHERE id = ? AND last_activity_at < ?');
+        for (const [id, ms] of marks) {
+          const at = new Date(ms).toISOString();
+          mark.run(at, id, at);
+        }
+        prepare(tx.db, 'DELETE FROM api_sessions WHERE last_activity_at < ?').run(cutoff);
+      });
+    } catch (err) {
+      // Not written (store full or busy): keep the marks for the next pass, newest wins.
+      for (const [id, ms] of marks) if ((activity.get(id) ?? 0) < ms) activity.set(id, ms);
+      throw err;
+    }
   }
 
   function start(): void {
-    timer ??= setInterval(maintain, opts.maintenanceIntervalMs ?? 5000);
+    timer ??= setInterval(() => {
+      try {
+        if (db.open) maintain();
+      } catch {
+        // Retried on the next tick; the marks were kept.
+      }
+    }, opts.maintenanceIntervalMs ?? 5000);
     timer.unref();
   }
 
