@@ -33,6 +33,12 @@ export interface Config {
   authLimit: number;
   /** Most state-changing requests admitted at once per process (adaptive below it; 0: no limit). */
   writeLimit: number;
+  /** Seconds a client has to send its request headers (slow clients are cut off). */
+  headerTimeout: number;
+  /** Seconds a client has to send a whole request. */
+  requestTimeout: number;
+  /** Most open connections per process. */
+  maxConnections: number;
 }
 
 export const defaults = {
@@ -46,7 +52,16 @@ export const defaults = {
   serverKeyType: 'ec',
   authLimit: 250,
   writeLimit: 250,
+  headerTimeout: 10,
+  requestTimeout: 60,
+  maxConnections: 10_000,
 } as const;
+
+function parsePositive(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 10_000_000) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+}
 
 function parseLimit(value: string): number {
   const n = Number(value);
@@ -114,6 +129,24 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
       'most state-changing requests admitted at once per process; the excess gets 429 (0: no limit)',
       parseLimit,
       env.PORTCULLIS_WRITE_LIMIT ? parseLimit(env.PORTCULLIS_WRITE_LIMIT) : defaults.writeLimit,
+    )
+    .option(
+      '--header-timeout <s>',
+      'seconds a client has to send its request headers',
+      parsePositive,
+      env.PORTCULLIS_HEADER_TIMEOUT ? parsePositive(env.PORTCULLIS_HEADER_TIMEOUT) : defaults.headerTimeout,
+    )
+    .option(
+      '--request-timeout <s>',
+      'seconds a client has to send a whole request',
+      parsePositive,
+      env.PORTCULLIS_REQUEST_TIMEOUT ? parsePositive(env.PORTCULLIS_REQUEST_TIMEOUT) : defaults.requestTimeout,
+    )
+    .option(
+      '--max-connections <n>',
+      'most open connections per process',
+      parsePositive,
+      env.PORTCULLIS_MAX_CONNECTIONS ? parsePositive(env.PORTCULLIS_MAX_CONNECTIONS) : defaults.maxConnections,
     )
     .allowExcessArguments(false)
     .exitOverride();

@@ -302,6 +302,7 @@ export async function startController(config: Config, options: StartOptions = {}
         if (options.workerId !== undefined) reply.header('x-portcullis-worker', options.workerId);
       },
       admission: admissionSettings(config.authLimit, config.writeLimit),
+      limits: { headersTimeoutMs: config.headerTimeout * 1000, requestTimeoutMs: config.requestTimeout * 1000, maxConnections: config.maxConnections },
       controlChannel: (socket) => (fabric ? fabric.accept(socket) : socket.destroy()),
     });
     fabric = createFabric({

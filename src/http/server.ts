@@ -38,6 +38,17 @@ export interface ServerOptions {
   controlChannel?: (socket: TLSSocket) => void;
   /** Admission limits (src/http/admission.ts); none when absent. */
   admission?: AdmissionSettings;
+  /** Bounds against slow and greedy clients; Node's defaults when absent. */
+  limits?: ConnectionLimits;
+}
+
+export interface ConnectionLimits {
+  /** A client must send its request headers within this many milliseconds (slow clients are cut off). */
+  headersTimeoutMs: number;
+  /** A whole request (headers and body) must arrive within this many milliseconds. */
+  requestTimeoutMs: number;
+  /** Most open connections; further ones are refused until some close. */
+  maxConnections: number;
 }
 
 /** The ALPN name routers ask for on the control channel. */
@@ -189,6 +200,8 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
       rejectUnauthorized: false,
       minVersion: 'TLSv1.2',
       ALPNProtocols: opts.controlChannel ? ['http/1.1', CONTROL_CHANNEL_ALPN] : ['http/1.1'],
+      // How often header and request timeouts are enforced (Node checks every 30 s by default).
+      connectionsCheckingInterval: 1000,
     },
     logger: { level: opts.logLevel, redact: ['req.headers["zt-session"]', 'req.headers.authorization'] },
     // Per-request log lines would cost time on every call and risk carrying tokens; errors are still logged.
@@ -202,6 +215,12 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
     schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
   });
   if (opts.controlChannel) divertControlChannels(app.server as import('node:https').Server, opts.controlChannel);
+  if (opts.limits) {
+    const server = app.server as import('node:https').Server;
+    server.headersTimeout = opts.limits.headersTimeoutMs;
+    server.requestTimeout = opts.limits.requestTimeoutMs;
+    server.maxConnections = opts.limits.maxConnections;
+  }
   app.setValidatorCompiler(compileValidator);
   app.setErrorHandler(errorHandler);
   registerJsonParser(app);
