@@ -58,9 +58,14 @@ describe('admission control', () => {
     });
     assert.equal(policy.status, 201, policy.text);
     const user = await createUserWithPassword(tc, { authPolicyId: policy.body.data.id });
-    const answers = await Promise.all(Array.from({ length: 20 }, () => login(user.username, 'Wrong-pass-1')));
-    assert.ok(answers.every((r) => r.status === 401 || r.status === 429));
-    assert.ok(answers.filter((r) => r.status === 401).length >= 3, 'at least maxAttempts attempts were admitted');
+    // Waves of concurrent wrong passwords, past the limiter's window: whatever is admitted is counted.
+    const statuses = new Set<number>();
+    for (let wave = 0; wave < 20; wave++) {
+      const answers = await Promise.all(Array.from({ length: 8 }, () => login(user.username, 'Wrong-pass-1')));
+      for (const r of answers) statuses.add(r.status);
+      if ((await tc.mgmt.get(`/identities/${user.id}`)).body.data.disabled === true) break;
+    }
+    assert.deepEqual([...statuses].filter((s) => s !== 401 && s !== 429), [], 'only refusals and sheds');
     assert.equal((await tc.mgmt.get(`/identities/${user.id}`)).body.data.disabled, true, 'locked out');
     assertError(await login(user.username, user.password), 401, 'INVALID_AUTH');
   });
