@@ -3,7 +3,9 @@
  * messages a second: enrollment over REST (real keys, CSRs and certificates, as test/support/test-router.ts does),
  * a TLS connection with ALPN `ziti-ctrl` and the router's certificate, the hello, the edge sync's client hello, and
  * a dispatcher that matches replies to requests by sequence (a map, not a scan), echoes the controller's
- * heartbeats as upstream routers do and hands every Route to a callback.
+ * heartbeats as upstream routers do and hands every Route to a callback. With `dataModel`, it also says in its client
+ * hello that it keeps the router data model (header 1024, as upstream routers do) and hands every data model message
+ * (DataState, change sets, CurrentIndexMessage) to a callback with its size on the wire (bench/fabric-scale.ts).
  */
 import { connect, type TLSSocket } from 'node:tls';
 import { once } from 'node:events';
@@ -22,7 +24,7 @@ import {
   type ChannelMessage,
 } from '../src/fabric/channel/message.ts';
 import { CtrlContentType } from '../src/fabric/proto/ctrl.ts';
-import { EdgeContentType } from '../src/fabric/proto/edge-ctrl.ts';
+import { EdgeContentType, EdgeHeader } from '../src/fabric/proto/edge-ctrl.ts';
 import { encode } from '../src/fabric/proto/index.ts';
 import { csrPem, newKey } from '../test/support/router-certs.ts';
 import { HOST, type apiClient } from './lib.ts';
@@ -75,6 +77,22 @@ function clientHello(port: number): Buffer {
   });
 }
 
+/** Bytes a message takes on the wire: the 20-byte prefix, each header (id, length, value), the body. */
+export function wireSize(msg: ChannelMessage): number {
+  let n = 20 + msg.body.length;
+  for (const value of msg.headers.values()) n += 8 + value.length;
+  return n;
+}
+
+/** Data model messages: DataState, DataStateChangeSet, CurrentIndexMessage. */
+const MODEL_CONTENT_TYPES = new Set<number>([EdgeContentType.DataState, EdgeContentType.DataStateChangeSet, EdgeContentType.CurrentIndexMessage]);
+
+/**
+ * Receives a data model message: when its last bytes and when its first bytes were taken off the socket
+ * (performance.now(), chunk resolution) and its size on the wire.
+ */
+export type ModelListener = (msg: ChannelMessage, at: number, wireBytes: number, startedAt: number) => void;
+
 interface Pending {
   resolve(msg: ChannelMessage): void;
   reject(err: Error): void;
@@ -95,12 +113,24 @@ export class BenchRouter {
   closed = false;
   /** Called for every Route the controller sends (the benchmark answers it). */
   onRoute: ((msg: ChannelMessage) => void) | undefined;
+  /** Called for every data model message (set by `connect` with `dataModel`). */
+  onModel: ModelListener | undefined;
+  /** Application bytes received on the control channel (after TLS), from the first one. */
+  bytesIn = 0;
+  /** When the last chunk arrived (performance.now()). */
+  lastChunkAt = 0;
+  /** When the chunk with the first bytes of the message being decoded arrived. */
+  private partialStartedAt = 0;
 
   private constructor(
     readonly socket: TLSSocket,
     readonly creds: BenchRouterCredentials,
   ) {
     socket.on('data', (chunk: Buffer) => {
+      this.bytesIn += chunk.length;
+      const now = performance.now();
+      this.lastChunkAt = now;
+      const hadPartial = this.decoder.buffered > 0;
       let messages: ChannelMessage[];
       try {
         messages = this.decoder.push(chunk);
@@ -108,7 +138,10 @@ export class BenchRouter {
         this.fail(err as Error);
         return;
       }
-      for (const msg of messages) this.dispatch(msg);
+      const firstStartedAt = hadPartial ? this.partialStartedAt : now;
+      // What is left over began in this chunk (unless it is the message that was already partial and did not end).
+      if (this.decoder.buffered > 0 && (messages.length > 0 || !hadPartial)) this.partialStartedAt = now;
+      messages.forEach((msg, i) => this.dispatch(msg, i === 0 ? firstStartedAt : now));
     });
     socket.on('close', () => this.fail(new Error('control channel closed')));
     socket.on('error', () => undefined);
@@ -117,15 +150,17 @@ export class BenchRouter {
   /**
    * Dials the control channel with the router's certificate, sends the hello and waits for a successful result;
    * with `sync`, also answers the server hello with a client hello (the router then gets its API sessions and shows
-   * SYNC_DONE), as an upstream edge router does.
+   * SYNC_DONE), as an upstream edge router does. With `dataModel` (and `sync`), the client hello says the router keeps
+   * the data model, and every data model message goes to that listener from the first byte on.
    */
-  static async connect(port: number, ca: string, creds: BenchRouterCredentials, opts: { sync: boolean }): Promise<BenchRouter> {
+  static async connect(port: number, ca: string, creds: BenchRouterCredentials, opts: { sync: boolean; dataModel?: ModelListener }): Promise<BenchRouter> {
     const socket = connect({ host: HOST, port, ca, servername: 'localhost', ALPNProtocols: ['ziti-ctrl'], cert: creds.certPem, key: creds.keyPem });
     // As upstream routers (Go sets TCP_NODELAY on every TCP connection): without it, a Fault followed at once by the
     // next request waits for the controller's delayed ACK (~40 ms) under Nagle's algorithm.
     socket.setNoDelay(true);
     await once(socket, 'secureConnect');
     const router = new BenchRouter(socket, creds);
+    router.onModel = opts.dataModel;
     const hello = message(ChannelContentType.Hello, creds.id, [
       [ChannelHeader.HelloVersion, stringValue(ROUTER_VERSION)],
       [1002, Buffer.from([0x02])],
@@ -147,12 +182,13 @@ export class BenchRouter {
       const sh = await serverHello;
       const reply = message(EdgeContentType.ClientHello, clientHello(3022));
       reply.headers.set(ChannelHeader.ReplyFor, int32Value(sh.sequence));
+      if (opts.dataModel) reply.headers.set(EdgeHeader.RouterDataModel, boolValue(true));
       router.send(reply);
     }
     return router;
   }
 
-  private dispatch(msg: ChannelMessage): void {
+  private dispatch(msg: ChannelMessage, startedAt = this.lastChunkAt): void {
     const beat = msg.headers.get(ChannelHeader.Heartbeat);
     if (beat && readUint64(beat) !== undefined) {
       this.send(message(ChannelContentType.Heartbeat, Buffer.alloc(0), [[ChannelHeader.HeartbeatResponse, beat]]));
@@ -170,6 +206,10 @@ export class BenchRouter {
     }
     if (msg.contentType === CtrlContentType.Route && this.onRoute) {
       this.onRoute(msg);
+      return;
+    }
+    if (this.onModel && MODEL_CONTENT_TYPES.has(msg.contentType)) {
+      this.onModel(msg, this.lastChunkAt, wireSize(msg), startedAt);
       return;
     }
     const i = this.watchers.findIndex((w) => w.match(msg));

@@ -166,7 +166,7 @@ function runSync(command: string, args: string[], env: Record<string, string>, t
   return r.stdout + r.stderr;
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((res, rej) => {
     const srv = createServer();
     srv.on('error', rej);
@@ -180,7 +180,7 @@ function freePort(): Promise<number> {
 
 // ---- the controller -----------------------------------------------------------------------------------------------
 
-interface Controller {
+export interface Controller {
   child: ChildProcess;
   pid: number;
   port: number;
@@ -212,7 +212,7 @@ async function stopController(c: Controller): Promise<void> {
 }
 
 /** RSS of the controller (primary and workers), MB: after `settleMs`, the median of five samples 200 ms apart. */
-async function settledRssMb(pid: number, settleMs = 1000): Promise<number> {
+export async function settledRssMb(pid: number, settleMs = 1000): Promise<number> {
   await sleep(settleMs);
   const samples: number[] = [];
   for (let i = 0; i < 5; i++) {
@@ -223,7 +223,7 @@ async function settledRssMb(pid: number, settleMs = 1000): Promise<number> {
 }
 
 /** Edge routers REST shows online and synced (every page). */
-async function onlineRouters(c: Controller): Promise<Set<string>> {
+export async function onlineRouters(c: Controller): Promise<Set<string>> {
   const online = new Set<string>();
   for (let offset = 0; ; offset += 500) {
     const page = await c.admin.must('GET', `${MANAGEMENT}/edge-routers?limit=500&offset=${offset}`, undefined, 200);
@@ -233,7 +233,7 @@ async function onlineRouters(c: Controller): Promise<Set<string>> {
   }
 }
 
-async function waitUntil(what: string | (() => string), timeoutMs: number, probe: () => Promise<boolean>, intervalMs = 100, abort?: () => string | undefined): Promise<void> {
+export async function waitUntil(what: string | (() => string), timeoutMs: number, probe: () => Promise<boolean>, intervalMs = 100, abort?: () => string | undefined): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const text = () => (typeof what === 'string' ? what : what());
   for (;;) {
@@ -257,18 +257,21 @@ async function clientUser(c: Controller, name: string): Promise<{ id: string; to
   return { id, token: login.data.token as string, api };
 }
 
-/** Bind and Dial policies, the edge router policy (router ↔ both identities), the service edge router policy. */
-async function policies(c: Controller, serviceId: string, routerId: string, hostId: string, dialerId: string): Promise<void> {
+/**
+ * Bind and Dial policies, the edge router policy (router ↔ both identities), the service edge router policy; `tag`
+ * suffixes their names (several sets on one controller: bench/fabric-scale.ts).
+ */
+async function policies(c: Controller, serviceId: string, routerId: string, hostId: string, dialerId: string, tag = ''): Promise<void> {
   const p = (path: string, body: unknown) => c.admin.must('POST', `${MANAGEMENT}${path}`, body, 201);
-  await p('/service-policies', { name: 'bench-bind', type: 'Bind', semantic: 'AnyOf', serviceRoles: [`@${serviceId}`], identityRoles: [`@${hostId}`] });
-  await p('/service-policies', { name: 'bench-dial', type: 'Dial', semantic: 'AnyOf', serviceRoles: [`@${serviceId}`], identityRoles: [`@${dialerId}`] });
-  await p('/edge-router-policies', { name: 'bench-erp', semantic: 'AnyOf', edgeRouterRoles: [`@${routerId}`], identityRoles: [`@${hostId}`, `@${dialerId}`] });
-  await p('/service-edge-router-policies', { name: 'bench-serp', semantic: 'AnyOf', edgeRouterRoles: [`@${routerId}`], serviceRoles: [`@${serviceId}`] });
+  await p('/service-policies', { name: `bench-bind${tag}`, type: 'Bind', semantic: 'AnyOf', serviceRoles: [`@${serviceId}`], identityRoles: [`@${hostId}`] });
+  await p('/service-policies', { name: `bench-dial${tag}`, type: 'Dial', semantic: 'AnyOf', serviceRoles: [`@${serviceId}`], identityRoles: [`@${dialerId}`] });
+  await p('/edge-router-policies', { name: `bench-erp${tag}`, semantic: 'AnyOf', edgeRouterRoles: [`@${routerId}`], identityRoles: [`@${hostId}`, `@${dialerId}`] });
+  await p('/service-edge-router-policies', { name: `bench-serp${tag}`, semantic: 'AnyOf', edgeRouterRoles: [`@${routerId}`], serviceRoles: [`@${serviceId}`] });
 }
 
 // ---- closed loops on one connection ---------------------------------------------------------------------------------
 
-interface LoopFigures {
+export interface LoopFigures {
   inFlight: number;
   seconds: number;
   total: number;
@@ -393,7 +396,7 @@ async function memoryPart(c: Controller, n: number): Promise<MemoryFigures> {
 
 // ---- part 2: the controller's part of a circuit -----------------------------------------------------------------------
 
-interface CircuitRow {
+export interface CircuitRow {
   inFlight: number;
   pings: LoopFigures;
   circuits: LoopFigures;
@@ -407,7 +410,7 @@ interface CircuitRow {
   afterResultP99Ms: number;
 }
 
-interface CircuitFigures {
+export interface CircuitFigures {
   rows: CircuitRow[];
   /** Circuits the controller still listed for the dial session 10 s after the last run (should be 0). */
   leftoverCircuits: number;
@@ -419,16 +422,20 @@ function stripLatencies(f: LoopFigures & { latencies?: number[] }): LoopFigures 
   return rest;
 }
 
-async function circuitPart(c: Controller, inFlights: number[], seconds: number): Promise<CircuitFigures> {
-  const creds = await enrollEdgeRouter(c.admin, c.anonymous, 'bench-circuit-router');
+/**
+ * Part 2 on controller `c`; `tag` suffixes the names of what it creates (router, service, identities, policies), so
+ * it can run more than once on one controller (bench/fabric-scale.ts runs it before and after routers connect).
+ */
+export async function circuitPart(c: Controller, inFlights: number[], seconds: number, tag = ''): Promise<CircuitFigures> {
+  const creds = await enrollEdgeRouter(c.admin, c.anonymous, `bench-circuit-router${tag}`);
   const router = await BenchRouter.connect(c.port, c.ca, creds, { sync: true });
   try {
     await waitUntil('the scripted router is online and synced', 30_000, async () => (await onlineRouters(c)).has(creds.id));
-    const service = await c.admin.must('POST', `${MANAGEMENT}/services`, { name: 'bench-circuits', encryptionRequired: false }, 201);
+    const service = await c.admin.must('POST', `${MANAGEMENT}/services`, { name: `bench-circuits${tag}`, encryptionRequired: false }, 201);
     const serviceId = service.data.id as string;
-    const host = await clientUser(c, 'bench-host');
-    const dialer = await clientUser(c, 'bench-dialer');
-    await policies(c, serviceId, creds.id, host.id, dialer.id);
+    const host = await clientUser(c, `bench-host${tag}`);
+    const dialer = await clientUser(c, `bench-dialer${tag}`);
+    await policies(c, serviceId, creds.id, host.id, dialer.id, tag);
     const bind = await host.api.must('POST', `${CLIENT}/sessions`, { serviceId, type: 'Bind' }, 201);
     const dial = await dialer.api.must('POST', `${CLIENT}/sessions`, { serviceId, type: 'Dial' }, 201);
     host.api.close();

@@ -2,6 +2,7 @@
  * Benchmark entry point: runs the selected suites against freshly started controllers on loopback.
  * Usage: npm run bench [-- --suite identities|access|enrollment|fabric|all --identities N --services M --enrollments E --duration S --connections C]
  *        npm run bench -- --suite fabric [--routers N --in-flight C --duration D --workers 1|2|1,2]
+ *        npm run bench -- --suite fabric-scale --size medium|large|medium,large [--routers N --repeats R --duration D --in-flight C --workers W]
  *        npm run bench -- --scenario S1|...|S12|all --size small|medium|large [--duration S --connections C
  *                         --open-fraction F --max-rate R --target-rate T --workers W --sessions N --data-dir DIR]
  * See bench/README.md.
@@ -10,6 +11,8 @@ import { runIdentitySuite } from './identities.ts';
 import { runAccessSuite } from './access.ts';
 import { runEnrollmentSuite } from './enrollment.ts';
 import { runFabricSuite } from './fabric.ts';
+import { runFabricScaleSuite } from './fabric-scale.ts';
+import type { SizeName } from './datasets/sized.ts';
 import { killChildren, killChildrenOnExit } from './lib.ts';
 import { SCENARIOS, runScenario } from './scenarios/index.ts';
 
@@ -28,8 +31,9 @@ function str(name: string): string | undefined {
 const scenario = str('--scenario');
 const suiteIndex = args.indexOf('--suite');
 const suite = suiteIndex >= 0 ? args[suiteIndex + 1] : 'all';
-if (!['identities', 'access', 'enrollment', 'fabric', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access, enrollment, fabric or all');
-const duration = opt('--duration', scenario ? 5 : 10);
+if (!['identities', 'access', 'enrollment', 'fabric', 'fabric-scale', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access, enrollment, fabric, fabric-scale or all');
+// fabric-scale: 5 s per circuit run by default (it measures twice per size, on datasets that take a while to load).
+const duration = opt('--duration', scenario || suite === 'fabric-scale' ? 5 : 10);
 const connections = opt('--connections', 16);
 
 killChildrenOnExit();
@@ -75,6 +79,11 @@ try {
     const workers = (str('--workers') ?? '1').split(',').map(Number);
     if (!workers.every((w) => Number.isInteger(w) && w >= 1)) throw new Error('--workers needs positive integers (e.g. 1 or 1,2)');
     await runFabricSuite({ routers: opt('--routers', 100), inFlight: opt('--in-flight', 16), duration, workers });
+  }
+  // Not part of `all`: it needs the sized datasets (generated on first use, a minute or two for large).
+  if (!scenario && suite === 'fabric-scale') {
+    const sizes = (str('--size') ?? 'medium').split(',') as SizeName[];
+    await runFabricScaleSuite({ sizes, routers: opt('--routers', 20), repeats: opt('--repeats', 5), duration, inFlight: opt('--in-flight', 16), workers: opt('--workers', 1) });
   }
 } catch (err: unknown) {
   console.error(err instanceof Error ? err.stack : err);
