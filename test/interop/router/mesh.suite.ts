@@ -173,6 +173,9 @@ describe('a line of three routers', () => {
   it('two hosts of one service: near first, spread at random, required wins, failover; both listed', async () => {
     hostA = startProcess('mesh-host-a', sdkecho, ['host', hostAFile, 'mesh-echo']);
     await hostA.waitForLine('bound', BIND_WITHIN_MS);
+    // `host` prints "bound" once the service has any terminator, and C's already counts: wait for A's own.
+    const termsOf = async () => (await admin.data(`/terminators?filter=${encodeURIComponent('service.name = "mesh-echo"')}`)) as any[];
+    await waitFor(async () => (await termsOf()).some((t) => t.routerId === routers.A.handle.id) || undefined, BIND_WITHIN_MS, { what: "host A's terminator" });
     const list = zitiCli(['edge', 'list', 'terminators', 'service.name = "mesh-echo"']);
     const termRows = list.stdout.split('\n').filter((l) => l.includes('mesh-echo'));
     assert.equal(termRows.length, 2, list.stdout);
