@@ -1,27 +1,39 @@
 /**
- * The start contract, exercised on the real entry point as `npm start` runs it: flags, the printed admin
- * credentials at first start, the ready line, clean exit on SIGTERM, and a second start on the same data
- * dir that reuses the database, PKI and admin (a new --admin-password does not change the admin).
+ * The start contract, exercised on the production build as `npm start` runs it (`node dist/main.js`, the start
+ * script of package.json; the build is made first when dist/ is missing or older than src/): flags, the printed
+ * admin credentials at first start, the ready line, clean exit on SIGTERM, and a second start on the same data
+ * dir that reuses the database, PKI and admin (a new --admin-password does not change the admin). The primary
+ * and its cluster workers run the compiled JavaScript, with no TypeScript loader; `node .` (package.json's
+ * `main`, the README's quick start) starts the same.
  */
-import { describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { freePort } from '../support/controller.ts';
 import { createClient } from '../support/client.ts';
 
+const repo = fileURLToPath(new URL('../../', import.meta.url));
+const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { main: string; scripts: Record<string, string> };
+/** `npm start` without npm: the start script's arguments after `node` (the script execs node in place of its shell). */
+const [startProgram, ...startArgs] = pkg.scripts.start.replace(/^exec /, '').split(' ');
+
 interface Started {
+  pid: number;
   output: () => string;
   exited: Promise<number | null>;
   kill: (signal: NodeJS.Signals) => void;
 }
 
-function startProcess(args: string[], env: Record<string, string> = {}): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
-    cwd: new URL('../../', import.meta.url).pathname,
-    env: { ...process.env, ...env },
+function startProcess(args: string[], env: Record<string, string> = {}, entry: string[] = startArgs): Promise<Started> {
+  // NODE_OPTIONS is dropped so that nothing (a tsx loader of the test runner, say) reaches the controller.
+  const { NODE_OPTIONS: _dropped, ...inherited } = process.env;
+  const child = spawn(process.execPath, [...entry, ...args], {
+    cwd: repo,
+    env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -33,7 +45,7 @@ function startProcess(args: string[], env: Record<string, string> = {}): Promise
     const check = () => {
       if (out.includes('Portcullis ready')) {
         clearTimeout(timer);
-        resolve({ output: () => out, exited, kill: (s) => child.kill(s) });
+        resolve({ pid: child.pid!, output: () => out, exited, kill: (s) => child.kill(s) });
       }
     };
     child.stdout.on('data', check);
@@ -44,12 +56,43 @@ function startProcess(args: string[], env: Record<string, string> = {}): Promise
   });
 }
 
+/** The command lines of a process's children (Linux /proc); undefined where there is no /proc. */
+function childCommandLines(pid: number): string[][] | undefined {
+  if (!existsSync('/proc/self/stat')) return undefined;
+  const lines: string[][] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) lines.push(readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter(Boolean));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return lines;
+}
+
+before(() => {
+  assert.equal(startProgram, 'node', `the start script runs node: ${pkg.scripts.start}`);
+  const built = spawnSync(process.execPath, [join(repo, 'scripts', 'build.mjs'), '--if-stale'], { cwd: repo, stdio: 'inherit' });
+  assert.equal(built.status, 0, 'the production build (scripts/build.mjs) succeeds');
+});
+
 describe('npm start', () => {
   it('creates the data dir, prints the admin credentials, serves, and exits cleanly on SIGTERM; a restart reuses everything', async () => {
     const dataDir = join(mkdtempSync(join(tmpdir(), 'portcullis-start-')), 'data');
     try {
       const port = await freePort();
-      const first = await startProcess(['--data-dir', dataDir, '--port', String(port), '--address', '127.0.0.1']);
+      const first = await startProcess(['--data-dir', dataDir, '--port', String(port), '--address', '127.0.0.1', '--workers', '2']);
+      const workers = childCommandLines(first.pid);
+      if (workers) {
+        assert.equal(workers.length, 2, `two worker processes and nothing else: ${JSON.stringify(workers)}`);
+        for (const argv of workers) {
+          assert.equal(argv[1], join(repo, 'dist', 'main.js'), `a worker runs the compiled entry point: ${argv.join(' ')}`);
+          assert.ok(!argv.some((a) => a.includes('tsx')), `no TypeScript loader in a worker: ${argv.join(' ')}`);
+        }
+      }
       const printed = /username: (\S+)\s+password: (\S+)/.exec(first.output());
       assert.ok(printed, `credentials printed:\n${first.output()}`);
       const [, username, password] = printed;
@@ -83,6 +126,8 @@ describe('npm start', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'portcullis-env-'));
     try {
       const port = await freePort();
+      // As the README's quick start: `node .` runs package.json's main (dist/main.js).
+      assert.equal(pkg.main, 'dist/main.js');
       const p = await startProcess([], {
         PORTCULLIS_DATA_DIR: dataDir,
         PORTCULLIS_PORT: String(port),
@@ -90,7 +135,7 @@ describe('npm start', () => {
         PORTCULLIS_ADVERTISE: 'ctrl.example.test',
         PORTCULLIS_ADMIN_USER: 'operator',
         PORTCULLIS_ADMIN_PASSWORD: 'operator-pass',
-      });
+      }, ['.']);
       const ca = readFileSync(join(dataDir, 'pki', 'root-ca.cert.pem'), 'utf8');
       const http = createClient(`https://localhost:${port}`, ca);
       const version = await http.get('/version');
