@@ -27,10 +27,8 @@ export const externalJwtSignerResource = defineResource({
   fields: {
     name: nameField(),
     issuer: { schema: Type.String(), column: 'issuer', create: 'required', put: 'required', patch: true, filter: 'string' },
-    audience: {
-      schema: Type.String(), read: NullableString, column: 'audience', create: 'required', put: 'required', patch: true,
-      nullable: true, filter: 'string',
-    },
+    // Required and never null on create and put ("audience in body is required" upstream); a patch's null keeps it.
+    audience: { schema: Type.String(), read: NullableString, column: 'audience', create: 'required', put: 'required', patch: true, filter: 'string' },
     enabled: { schema: Type.Boolean(), column: 'enabled', kind: 'bool', create: 'required', put: 'required', patch: true, filter: 'bool' },
     certPem: { schema: Type.String(), read: NullableString, column: 'cert_pem', create: 'optional', put: 'optional', patch: true, nullable: true },
     jwksEndpoint: {

@@ -156,6 +156,8 @@ describe('external JWT signers: validation', () => {
       await expectCreateRejected(body, (res) => assertFieldError(res, field));
     }
     await expectCreateRejected(certBody(signer, { issuer: '  ' }), (res) => assertFieldError(res, 'issuer'));
+    // null is no audience (upstream: "audience in body is required"); found by the fuzz suite (test/interop/fuzz)
+    await expectCreateRejected(certBody(signer, { audience: null }), (res) => assertFieldError(res, 'audience'));
     await expectCreateRejected(certBody(signer, { enabled: 'yes' }), (res) => assertDecodeError(res, 'enabled'));
   });
 
@@ -250,6 +252,7 @@ describe('external JWT signers: update and delete', () => {
     assertFieldError(await tc.mgmt.patch(`/external-jwt-signers/${id}`, { jwksEndpoint: 'https://x.example.com/jwks' }), 'jwksEndpoint');
     assertFieldError(await tc.mgmt.put(`/external-jwt-signers/${id}`, { name: 'x', issuer: 'y', audience: 'z', enabled: true }), 'certPem');
     assertFieldError(await tc.mgmt.put(`/external-jwt-signers/${id}`, { name: 'x', enabled: true, audience: 'z', certPem: signer.certPem }), 'issuer');
+    assertFieldError(await tc.mgmt.put(`/external-jwt-signers/${id}`, { name: 'x', issuer: 'y', audience: null, enabled: true, certPem: signer.certPem }), 'audience');
     assertError(await tc.mgmt.patch(`/external-jwt-signers/${id}`, { certPem: 'junk' }), 400, 'INVALID_CERT_PEM');
     assertFieldError(await tc.mgmt.patch(`/external-jwt-signers/${id}`, { enrollAuthPolicyId: 'missing' }), 'enrollAuthPolicyId');
     assert.deepEqual(await detail(id), before);
