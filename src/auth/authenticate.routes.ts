@@ -8,6 +8,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { RouteSpec } from '../http/route.ts';
 import { callerOf, peerCertificates } from '../http/caller.ts';
+import { headerValue } from '../http/header-value.ts';
 import { detailEnvelope, empty, emptyEnvelope, list, listEnvelope, ok, okNullMeta } from '../http/envelope.ts';
 import { IdParams, ListQuery, listRequest } from '../http/list-params.ts';
 import { notFound } from '../errors.ts';
@@ -93,7 +94,7 @@ export function authenticationRoutes(deps: {
         // A certificate flagged for early extension is announced at login too (auth.md §1.2).
         if (record.isCertExtendRequested) reply.header('ziti-authenticator-extend-requested', 'true');
         // A required secondary JWT that was not presented (or did not verify) is announced once, here.
-        if (challenge) reply.header('WWW-Authenticate', challenge);
+        if (challenge) reply.header('WWW-Authenticate', headerValue(challenge));
         return ok(detail);
       },
     },

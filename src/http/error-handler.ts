@@ -6,6 +6,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.ts';
 import { newShortId } from '../ids.ts';
+import { headerValue } from './header-value.ts';
 
 const errorMeta = { apiEnrollmentVersion: '0.0.1', apiVersion: '0.0.1' };
 
@@ -46,7 +47,7 @@ function fromFrameworkError(err: FastifyError, req: FastifyRequest): ApiError | 
 }
 
 export function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
-  if (err.headers) reply.headers(err.headers);
+  if (err.headers) for (const [name, value] of Object.entries(err.headers)) reply.header(name, headerValue(value));
   return reply.code(err.status).type('application/json').send(renderError(err));
 }
 

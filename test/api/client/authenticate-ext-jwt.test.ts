@@ -188,6 +188,23 @@ describe('ext-jwt authentication: refused tokens', () => {
     assert.equal((await authenticate(token)).status, 200);
   });
 
+  it('percent-encodes the UTF-8 of an issuer outside printable ASCII in the challenge, and keeps the error envelope', async () => {
+    // Found by the fuzz suite (test/interop/fuzz): Node refused the header and the 401 lost its envelope.
+    const idp = await createTestSigner('odd-issuer-idp');
+    const base = uniqueName('https://odd-issuer.example.com');
+    const signerId = await createSigner({ issuer: `${base}/\u00e9\u0001x\u2603`, certPem: idp.certPem });
+    try {
+      const res = await authenticate(undefined);
+      assertError(res, 401, 'UNAUTHORIZED');
+      assert.match(String(res.headers['content-type']), /^application\/json/);
+      const challenge = String(res.headers['www-authenticate']);
+      assert.ok(challenge.startsWith('Bearer realm="openziti-primary-ext-jwt" error="missing"'), challenge);
+      assert.ok(challenge.includes(`${base}/%C3%A9%01x%E2%98%83"`), challenge);
+    } finally {
+      assert.equal((await tc.mgmt.patch(`/external-jwt-signers/${signerId}`, { enabled: false })).status, 200);
+    }
+  });
+
   it("follows the identity's auth policy: ext-jwt disallowed, or restricted to other signers", async () => {
     const forbidding = insertAuthPolicy(tc, { extJwt: { allowed: false } });
     const onlyJwks = insertAuthPolicy(tc, { extJwt: { allowed: true, allowedSigners: [jwksSignerId] } });
