@@ -14,13 +14,16 @@
  * `ziti router` processes in test/interop/router (node:test; edge and transit routers created with the CLI,
  * enrolled and run on loopback, checked over REST; then, against a controller of its own, SDK traffic through an
  * edge router: Go SDK peers, the Python openziti package, `ziti tunnel`), and the admin console in
- * test/interop/zac (node:test driving Chromium), in that order. The `ziti` program comes from ZITI_BIN, else from
+ * test/interop/zac (node:test driving Chromium), then property-based fuzzing of the HTTP APIs with Schemathesis in
+ * test/interop/fuzz (pytest, in the Python suite's virtualenv), in that order. The `ziti` program comes from ZITI_BIN, else from
  * ../shared/tools/ziti beside the repository, unpacked once into a cache under the temp dir
  * (test/interop/ziti-bin.mjs); the runner passes its path to the suites in ZITI_BIN.
  * Each suite gets a controller of its own, stopped and its data dir removed at the end; the exit code is non-zero
- * when any suite fails or a needed toolchain is missing.
+ * when any suite fails or a needed toolchain is missing. The controller is the production build, run as
+ * `npm start` runs it (`node dist/main.js`, no TypeScript loader); the runner builds it first when dist/ is missing
+ * or older than src/ (scripts/build.mjs --if-stale).
  *
- * Flags: `--only go|python|cli|router|zac` runs one suite; `--only router/<name>` runs one file of the router
+ * Flags: `--only go|python|cli|router|zac|fuzz` runs one suite; `--only router/<name>` runs one file of the router
  * suite (`router/traffic` = test/interop/router/traffic.suite.ts); anything after `--` is passed to `go test` (e.g.
  * `-run TestX`).
  */
@@ -36,6 +39,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '..', '..');
 const goDir = join(here, 'go');
 const pyDir = join(here, 'python');
+const fuzzDir = join(here, 'fuzz');
 const zacDir = join(here, 'zac');
 
 const argv = process.argv.slice(2);
@@ -53,7 +57,8 @@ const wantCli = !only || only === 'cli';
 const wantZac = !only || only === 'zac';
 const routerDir = join(here, 'router');
 const wantRouter = !only || only === 'router';
-const knownSuites = ['go', 'python', 'cli', 'router', 'zac'];
+const wantFuzz = !only || only === 'fuzz';
+const knownSuites = ['go', 'python', 'cli', 'router', 'zac', 'fuzz'];
 if (only !== undefined && !knownSuites.includes(only)) {
   console.error(`test:interop: unknown suite ${only}; --only takes one of ${knownSuites.join(', ')}`);
   process.exit(2);
@@ -88,13 +93,14 @@ if (wantGo && !have('go', ['version'])) {
   fail('Go is required for the Go interop suite (test/interop/go) but `go` was not found on PATH; install Go >= 1.25.');
 }
 // The Python suite runs in its own virtualenv with pinned packages (setup.sh creates it and prints its python).
-// The router suite's traffic tests use the same Python (its openziti package is the C SDK they dial with).
+// The router suite's traffic tests use the same Python (its openziti package is the C SDK they dial with), and so
+// does the fuzz suite (Schemathesis, installed by the same setup.sh).
 let python = process.env.PYTHON;
 let pythonSetupFailed = false;
-if ((wantPython || wantRouter) && !python && existsSync(join(pyDir, 'setup.sh'))) {
+if ((wantPython || wantRouter || wantFuzz) && !python && existsSync(join(pyDir, 'setup.sh'))) {
   const setup = spawnSync('bash', [join(pyDir, 'setup.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (setup.status !== 0) {
-    if (wantPython) fail('test/interop/python/setup.sh failed (python3 with venv and pip, and access to the package index, are required)');
+    if (wantPython || wantFuzz) fail('test/interop/python/setup.sh failed (python3 >= 3.11 with venv and pip, and access to the package index, are required)');
     // The router suite still runs; its C SDK test fails saying the Python is missing.
     console.error('test:interop: test/interop/python/setup.sh failed: the router suite\'s C SDK test will fail');
     pythonSetupFailed = true;
@@ -104,6 +110,9 @@ if ((wantPython || wantRouter) && !python && existsSync(join(pyDir, 'setup.sh'))
 }
 if (wantPython && !have(python, ['-m', 'pytest', '--version'])) {
   fail(`Python with pytest is required for test/interop/python, but \`${python} -m pytest\` does not run.`);
+}
+if (wantFuzz && !have(python, ['-c', 'import schemathesis'])) {
+  fail(`Schemathesis is required for test/interop/fuzz, but \`${python}\` can not import it (test/interop/fuzz/requirements.txt).`);
 }
 
 /** The upstream `ziti` program (CLI and routers): ZITI_BIN, else the shared copy, unpacked once (ziti-bin.mjs). */
@@ -124,6 +133,11 @@ if (wantZac && !existsSync(chromiumPath)) {
 if (wantZac && !existsSync(zacTarball)) {
   fail(`the console suite (test/interop/zac) needs the console bundle at ${zacTarball} (or ZAC_TARBALL).`);
 }
+
+// The production build the controllers run: made now when dist/ is missing or was built from other sources.
+const built = spawnSync(process.execPath, [join(repo, 'scripts', 'build.mjs'), '--if-stale'], { cwd: repo, stdio: 'inherit' });
+if (built.status !== 0) fail('the production build (scripts/build.mjs) failed');
+const controllerEntry = join(repo, 'dist', 'main.js');
 
 /** Runs a command with its output passed through; `onLine` sees every stdout line. */
 function run(cmd, args, cwd, env, onLine = () => {}) {
@@ -196,7 +210,7 @@ async function withController(serverKeyType, body) {
 
   const controller = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/main.ts', '--data-dir', join(dataDir, 'data'), '--address', '127.0.0.1', '--port', String(port),
+    [controllerEntry, '--data-dir', join(dataDir, 'data'), '--address', '127.0.0.1', '--port', String(port),
       '--advertise', '127.0.0.1', '--server-key-type', serverKeyType, '--admin-user', adminUser, '--admin-password', adminPassword,
       '--log-level', process.env.PORTCULLIS_INTEROP_LOG_LEVEL ?? 'warn'],
     { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORTCULLIS_API_SESSION_TIMEOUT_SECONDS: '1800' } },
@@ -338,6 +352,14 @@ if (wantZac) {
   const code = await withController('ec', async (env) => {
     console.log('test:interop: node --test (test/interop/zac)');
     return run(process.execPath, ['--test', '--test-reporter=tap', join(zacDir, 'console.test.mjs')], repo, { ...env, ZAC_TARBALL: zacTarball, CHROMIUM_PATH: chromiumPath }, countNodeTest);
+  });
+  exitCode ||= code;
+}
+if (wantFuzz) {
+  // Schemathesis against both Edge APIs and the fabric API, as an admin and as a plain identity (README there).
+  const code = await withController('ec', async (env) => {
+    console.log('test:interop: schemathesis (test/interop/fuzz)');
+    return run(python, ['-m', 'pytest', '-q', '-s', '-p', 'no:cacheprovider', 'test_fuzz.py'], fuzzDir, env, countPytest);
   });
   exitCode ||= code;
 }
