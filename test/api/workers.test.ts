@@ -227,10 +227,13 @@ describe('two workers', () => {
   });
 
   it('replaces a worker that dies, and stops every process on SIGTERM', async () => {
+    // The primary's node children; the TypeScript loader may have a compiler process of its own beside them.
     const workerPids = () =>
-      execFileSync('ps', ['-o', 'pid=', '--ppid', String(child.pid)], { encoding: 'utf8' })
+      execFileSync('ps', ['-o', 'pid=,comm=', '--ppid', String(child.pid)], { encoding: 'utf8' })
         .split('\n')
-        .map((s) => Number(s.trim()))
+        .map((line) => line.trim().split(/\s+/))
+        .filter(([, comm]) => comm === 'node')
+        .map(([pid]) => Number(pid))
         .filter((n) => n > 0);
     const before = workerPids();
     assert.equal(before.length, 2, `two worker processes: ${before.join(', ')}`);
