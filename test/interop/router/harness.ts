@@ -466,6 +466,33 @@ function waitExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
   });
 }
 
+/** SIGTERM-then-SIGKILL and plain SIGKILL for a tracked child; either untracks it and removes its agent socket. */
+function ending(child: ChildProcess, pid: number): { stop(timeoutMs?: number): Promise<void>; kill9(): Promise<void> } {
+  const untrack = (): void => {
+    live.delete(child);
+    removeAgentSocket(pid);
+  };
+  return {
+    async stop(timeoutMs = 10_000) {
+      if (!(await waitExit(child, 0))) {
+        child.kill('SIGTERM');
+        if (!(await waitExit(child, timeoutMs))) {
+          child.kill('SIGKILL');
+          await waitExit(child, 10_000);
+        }
+      }
+      untrack();
+    },
+    async kill9() {
+      if (!(await waitExit(child, 0))) {
+        child.kill('SIGKILL');
+        await waitExit(child, 10_000);
+      }
+      untrack();
+    },
+  };
+}
+
 export interface StartOptions {
   /** Default: the config's path with `.log` instead of `.yaml`. */
   logFile?: string;
@@ -500,26 +527,7 @@ export function startRouter(configFile: string, opts: StartOptions = {}): Router
     removeAgentSocket(pid);
   });
 
-  async function stop(timeoutMs = 10_000): Promise<void> {
-    if (!(await waitExit(child, 0))) {
-      child.kill('SIGTERM');
-      if (!(await waitExit(child, timeoutMs))) {
-        child.kill('SIGKILL');
-        await waitExit(child, 10_000);
-      }
-    }
-    live.delete(child);
-    removeAgentSocket(pid);
-  }
-
-  async function kill9(): Promise<void> {
-    if (!(await waitExit(child, 0))) {
-      child.kill('SIGKILL');
-      await waitExit(child, 10_000);
-    }
-    live.delete(child);
-    removeAgentSocket(pid);
-  }
+  const { stop, kill9 } = ending(child, pid);
 
   return {
     pid,
@@ -688,26 +696,7 @@ export function startProcess(name: string, command: string, args: string[], opts
     return exit as PeerExit;
   }
 
-  async function stop(timeoutMs = 10_000): Promise<void> {
-    if (!(await waitExit(child, 0))) {
-      child.kill('SIGTERM');
-      if (!(await waitExit(child, timeoutMs))) {
-        child.kill('SIGKILL');
-        await waitExit(child, 10_000);
-      }
-    }
-    live.delete(child);
-    removeAgentSocket(pid);
-  }
-
-  async function kill9(): Promise<void> {
-    if (!(await waitExit(child, 0))) {
-      child.kill('SIGKILL');
-      await waitExit(child, 10_000);
-    }
-    live.delete(child);
-    removeAgentSocket(pid);
-  }
+  const { stop, kill9 } = ending(child, pid);
 
   return {
     name,

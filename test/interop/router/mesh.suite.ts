@@ -12,26 +12,26 @@
  *
  * Run by `npm run test:interop` (suite `router`). Loopback only.
  */
-import { after, afterEach, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import {
-  adminRest, cleanupRouters, controller, createEdgeRouter, enrollRouter, loginCli, printRouterLogs, startProcess, startRouter, waitFor,
-  workDir, writeRouterConfig, zitiCli, EdgeRest, type PeerProcess, type RouterConfig, type RouterHandle, type RouterProcess,
+  createEdgeRouter, enrollRouter, startProcess, startRouter, waitFor, writeRouterConfig, zitiCli,
+  EdgeRest, type PeerProcess, type RouterConfig, type RouterHandle, type RouterProcess,
 } from './harness.ts';
+import { enrolledIdentity, routerSuite } from './kit.ts';
 
-const here = dirname(fileURLToPath(import.meta.url));
 const ONLINE_WITHIN_MS = 30_000;
 const LINKED_WITHIN_MS = 60_000;
 const BIND_WITHIN_MS = 60_000;
 
+const suite = routerSuite({ sdkecho: true });
 let admin: EdgeRest;
-let failed = false;
 let sdkecho = '';
+before(async () => {
+  ({ admin, sdkecho } = await suite.ready);
+});
 
 interface MeshRouter {
   handle: RouterHandle;
@@ -57,11 +57,7 @@ async function startMeshRouter(name: 'A' | 'B' | 'C', dialers: string[], listene
 }
 
 async function identity(name: string, attribute: string): Promise<string> {
-  const jwt = join(workDir(), `${name}.jwt`);
-  const file = join(workDir(), `${name}.json`);
-  zitiCli(['edge', 'create', 'identity', name, '-o', jwt, '-a', attribute]);
-  zitiCli(['edge', 'enroll', jwt, '-o', file]);
-  return file;
+  return (await enrolledIdentity(admin, name, [attribute])).file;
 }
 
 /** Links between two routers as the store has them (either direction). */
@@ -79,31 +75,6 @@ async function linked(a: MeshRouter, b: MeshRouter): Promise<boolean> {
 function sessionPeer(name: string, identityFile: string, service: string): PeerProcess {
   return startProcess(name, sdkecho, ['session', identityFile, service], { stdin: true });
 }
-
-before(async () => {
-  try {
-    controller();
-    admin = await adminRest();
-    loginCli();
-    sdkecho = join(workDir(), 'sdkecho');
-    const built = spawnSync('go', ['build', '-o', sdkecho, './cmd/sdkecho'], { cwd: resolve(here, '..', 'go'), encoding: 'utf8', env: { ...process.env, GOPROXY: 'off' } });
-    if (built.status !== 0) throw new Error(`go build failed:\n${built.stderr}`);
-  } catch (err) {
-    failed = true;
-    throw err;
-  }
-});
-
-afterEach((t) => {
-  if ((t as unknown as { passed?: boolean }).passed === false) {
-    failed = true;
-    printRouterLogs(`after failed test "${t.name}"`);
-  }
-});
-
-after(async () => {
-  await cleanupRouters({ keepLogs: failed });
-});
 
 describe('a line of three routers', () => {
   let client: PeerProcess;

@@ -16,134 +16,31 @@
  * Run by `node test/interop/run.mjs --only router/model`, which passes the controller's address, credentials and
  * CA file and the `ziti` program in ZITI_BIN. Loopback only.
  */
-import { after, afterEach, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { createServer as createHttpServer, get as httpGet, type Server } from 'node:http';
-import { connect } from 'node:net';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer, type Server } from 'node:http';
 import {
-  adminRest, cleanupRouters, controller, createEdgeRouter, enrollRouter, freePort, loginCli, printRouterLogs, startProcess,
-  startRouter, waitFor, workDir, writeRouterConfig, ziti, zitiCli,
+  createEdgeRouter, enrollRouter, freePort, startProcess, startRouter, waitFor, writeRouterConfig, ziti, zitiCli,
   type EdgeRest, type PeerProcess, type RouterConfig, type RouterHandle, type RouterProcess,
 } from './harness.ts';
-
-const here = dirname(fileURLToPath(import.meta.url));
-const goModuleDir = resolve(here, '..', 'go');
+import { closeServer, cliId, enrolledIdentity, fetchPage, routerSuite, terminators, waitListening, waitOnlineSynced, waitTerminators } from './kit.ts';
 
 const ONLINE_WITHIN_MS = 20_000;
 /** How long the router's tunneler may take to host a service once it may (a change set, then its terminator). */
 const HOST_WITHIN_MS = 30_000;
 const PEER_RUN_MS = 60_000;
 
-let admin: EdgeRest;
-let failed = false;
-let sdkecho = '';
 let httpServer: Server | undefined;
-
+const suite = routerSuite({ sdkecho: true, onEnd: () => closeServer(httpServer) });
+let admin: EdgeRest;
+let sdkecho = '';
 before(async () => {
-  try {
-    controller();
-    admin = await adminRest();
-    loginCli();
-    sdkecho = join(workDir(), 'sdkecho');
-    const built = spawnSync('go', ['build', '-o', sdkecho, './cmd/sdkecho'], {
-      cwd: goModuleDir,
-      encoding: 'utf8',
-      timeout: 300_000,
-      env: { ...process.env, GOPROXY: 'off' },
-    });
-    if (built.status !== 0) throw new Error(`go build ./cmd/sdkecho failed (${built.status ?? built.error?.message}):\n${built.stdout}${built.stderr}`);
-  } catch (err) {
-    failed = true;
-    throw err;
-  }
-});
-
-afterEach((t) => {
-  if ((t as unknown as { passed?: boolean }).passed === false) {
-    failed = true;
-    printRouterLogs(`after failed test "${t.name}"`);
-  }
-});
-
-after(async () => {
-  await cleanupRouters({ keepLogs: failed });
-  if (httpServer) {
-    httpServer.closeAllConnections();
-    await new Promise<void>((r) => httpServer!.close(() => r()));
-  }
+  ({ admin, sdkecho } = await suite.ready);
 });
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers
-
-async function cliId(collection: string, name: string, output: string): Promise<string> {
-  const m = /with id:?\s*([A-Za-z0-9._-]+)/i.exec(output);
-  if (m) return m[1];
-  return admin.idByName(collection, name);
-}
-
-interface Identity {
-  name: string;
-  id: string;
-  file: string;
-}
-
-/** `ziti edge create identity <name> -o <name>.jwt -a <attrs>`, then `ziti edge enroll`. */
-async function enrolledIdentity(name: string, attrs: string[]): Promise<Identity> {
-  const dir = join(workDir(), 'identities');
-  spawnSync('mkdir', ['-p', dir]);
-  const jwtFile = join(dir, `${name}.jwt`);
-  const file = join(dir, `${name}.json`);
-  const r = zitiCli(['edge', 'create', 'identity', name, '-o', jwtFile, '-a', attrs.join(',')]);
-  const id = await cliId('identities', name, r.stdout + r.stderr);
-  zitiCli(['edge', 'enroll', jwtFile, '-o', file]);
-  assert.ok(existsSync(file), `ziti edge enroll wrote ${file}`);
-  return { name, id, file };
-}
-
-async function terminators(filter: string): Promise<any[]> {
-  return admin.data(`/terminators?limit=500&filter=${encodeURIComponent(filter)}`);
-}
-
-async function waitTerminators(filter: string, what: string, timeoutMs: number, ready: (list: any[]) => boolean): Promise<any[]> {
-  let last: any[] = [];
-  return waitFor(async () => {
-    last = await terminators(filter);
-    return ready(last) ? last : undefined;
-  }, timeoutMs, { what, lastSeen: () => JSON.stringify(last.map((t) => ({ id: t.id, router: t.router?.name, binding: t.binding }))) });
-}
-
-async function waitListening(port: number, timeoutMs: number, abort?: () => string | undefined): Promise<void> {
-  await waitFor(() => new Promise<boolean>((res) => {
-    const s = connect({ host: '127.0.0.1', port }, () => {
-      s.destroy();
-      res(true);
-    });
-    s.on('error', () => res(false));
-    s.setTimeout(2_000, () => {
-      s.destroy();
-      res(false);
-    });
-  }), timeoutMs, { what: `127.0.0.1:${port} to accept connections`, abort });
-}
-
-function fetchPage(port: number): Promise<{ status: number; body: string }> {
-  return new Promise((res, rej) => {
-    const req = httpGet({ host: '127.0.0.1', port, path: '/', agent: false, headers: { connection: 'close' } }, (r) => {
-      let body = '';
-      r.setEncoding('utf8');
-      r.on('data', (c: string) => (body += c));
-      r.on('end', () => res({ status: r.statusCode ?? 0, body }));
-      r.on('error', rej);
-    });
-    req.on('error', rej);
-    req.setTimeout(20_000, () => req.destroy(new Error('no answer within 20 s')));
-  });
-}
 
 /** The router log written since `from` (a length read before). */
 function logSince(proc: RouterProcess, from: number): string {
@@ -175,15 +72,7 @@ describe('the router data model in a real router', () => {
     const started = Date.now();
     rTProc = startRouter(rTConfig.configFile);
     const proc = rTProc;
-    let last: any;
-    await waitFor(async () => {
-      last = await admin.edgeRouter(rT.id);
-      return last.isOnline === true && last.syncStatus === 'SYNC_DONE';
-    }, ONLINE_WITHIN_MS, {
-      what: 'rT online and synced',
-      lastSeen: () => JSON.stringify({ isOnline: last?.isOnline, syncStatus: last?.syncStatus }),
-      abort: () => (proc.exit ? `the router exited (${JSON.stringify(proc.exit)})` : undefined),
-    });
+    await waitOnlineSynced(admin, rT, proc, ONLINE_WITHIN_MS);
     await waitFor(() => /received full router data model state/.test(readFileSync(proc.logFile, 'utf8')), ONLINE_WITHIN_MS - (Date.now() - started) + 5_000, {
       what: 'rT to log the full data model state',
     });
@@ -204,17 +93,17 @@ describe('the router data model in a real router', () => {
     await new Promise<void>((r) => httpServer!.listen(0, '127.0.0.1', () => r()));
     const httpPort = (httpServer.address() as { port: number }).port;
 
-    const client = await enrolledIdentity('rt-client', ['rt-clients']);
+    const client = await enrolledIdentity(admin, 'rt-client', ['rt-clients']);
     zitiCli(['edge', 'create', 'config', 'rt-web-host', 'host.v1', JSON.stringify({ protocol: 'tcp', address: '127.0.0.1', port: httpPort })]);
-    const webId = await cliId('services', 'rt-web', (({ stdout, stderr }) => stdout + stderr)(zitiCli(['edge', 'create', 'service', 'rt-web', '--configs', 'rt-web-host'])));
+    const webId = await cliId(admin, 'services', 'rt-web', (({ stdout, stderr }) => stdout + stderr)(zitiCli(['edge', 'create', 'service', 'rt-web', '--configs', 'rt-web-host'])));
     zitiCli(['edge', 'create', 'edge-router-policy', 'rt-clients', '--edge-router-roles', `@${rT.id}`, '--identity-roles', '#rt-clients']);
     zitiCli(['edge', 'create', 'service-edge-router-policy', 'rt-services', '--edge-router-roles', `@${rT.id}`, '--service-roles', '#all']);
     zitiCli(['edge', 'create', 'service-policy', 'rt-web-dial', 'Dial', '--service-roles', '@rt-web', '--identity-roles', '#rt-clients']);
-    assert.deepEqual(await terminators(`service = "${webId}"`), [], 'nobody hosts rt-web yet');
+    assert.deepEqual(await terminators(admin, `service = "${webId}"`), [], 'nobody hosts rt-web yet');
 
     // The router's own identity may bind the service: its tunneler hosts it.
     zitiCli(['edge', 'create', 'service-policy', 'rt-web-bind', 'Bind', '--service-roles', '@rt-web', '--identity-roles', `@${rT.id}`]);
-    const [t] = await waitTerminators(`service = "${webId}"`, 'the terminator of rt-web (rT\'s tunneler)', HOST_WITHIN_MS, (l) => l.length === 1);
+    const [t] = await waitTerminators(admin, `service = "${webId}"`, 'the terminator of rt-web (rT\'s tunneler)', HOST_WITHIN_MS, (l) => l.length === 1);
     assert.equal(t.routerId, rT.id);
     assert.equal(t.binding, 'tunnel');
 
@@ -235,16 +124,16 @@ describe('the router data model in a real router', () => {
     // Bind access gone (the policy deleted): the tunneler stops hosting and removes its terminator.
     const from = readFileSync(proc.logFile, 'utf8').length;
     zitiCli(['edge', 'delete', 'service-policy', 'rt-web-bind']);
-    await waitTerminators(`service = "${webId}"`, 'rT\'s tunneler to remove its terminator once it may not bind', HOST_WITHIN_MS, (l) => l.length === 0);
+    await waitTerminators(admin, `service = "${webId}"`, 'rT\'s tunneler to remove its terminator once it may not bind', HOST_WITHIN_MS, (l) => l.length === 0);
     console.error(`rT after the Bind policy went:\n${logSince(proc, from).split('\n').filter((l) => /rt-web|terminator|service/i.test(l)).slice(-5).join('\n')}`);
     assert.ok(!/gap detected/.test(logSince(proc, from)), 'no gap in the data model');
   });
 
   it('an SDK with a connection open loses it when its identity loses Dial access (its policy deleted)', async () => {
     const proc = needReady();
-    const hostId = await enrolledIdentity('rt-echo-host', ['rt-echo-hosts', 'rt-clients']);
-    const dialer = await enrolledIdentity('rt-echo-dialer', ['rt-echo-dialers', 'rt-clients']);
-    const echoId = await cliId('services', 'rt-echo', (({ stdout, stderr }) => stdout + stderr)(zitiCli(['edge', 'create', 'service', 'rt-echo'])));
+    const hostId = await enrolledIdentity(admin, 'rt-echo-host', ['rt-echo-hosts', 'rt-clients']);
+    const dialer = await enrolledIdentity(admin, 'rt-echo-dialer', ['rt-echo-dialers', 'rt-clients']);
+    const echoId = await cliId(admin, 'services', 'rt-echo', (({ stdout, stderr }) => stdout + stderr)(zitiCli(['edge', 'create', 'service', 'rt-echo'])));
     zitiCli(['edge', 'create', 'service-policy', 'rt-echo-bind', 'Bind', '--service-roles', '@rt-echo', '--identity-roles', '#rt-echo-hosts']);
     zitiCli(['edge', 'create', 'service-policy', 'rt-echo-dial', 'Dial', '--service-roles', '@rt-echo', '--identity-roles', '#rt-echo-dialers']);
 
@@ -252,7 +141,7 @@ describe('the router data model in a real router', () => {
     const s = startProcess('rt-echo-session', sdkecho, ['session', dialer.file, 'rt-echo'], { stdin: true });
     try {
       await host.waitForLine('bound', PEER_RUN_MS);
-      await waitTerminators(`service = "${echoId}"`, 'the terminator of rt-echo', PEER_RUN_MS, (l) => l.length === 1);
+      await waitTerminators(admin, `service = "${echoId}"`, 'the terminator of rt-echo', PEER_RUN_MS, (l) => l.length === 1);
       await s.waitForLine('ready', PEER_RUN_MS);
       assert.equal(await s.ask('open', PEER_RUN_MS), 'opened');
       assert.equal(await s.ask('exchange 3', PEER_RUN_MS), 'ok 3', 'the connection works with the policy in place');

@@ -5,17 +5,18 @@
  * reconnect by itself, the router re-creates the host's terminator (its API session survives the restart), and a
  * new dial works with the dialer's old API session. No circuit or terminator outlives the restart in REST.
  */
-import { after, afterEach, before, describe, it } from 'node:test';
+import { afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  adminRest, cleanupRouters, runProcess, createEdgeRouter, enrollRouter, freePort, loginCli, printRouterLogs, startProcess, startRouter, waitFor,
+  adminRest, runProcess, createEdgeRouter, enrollRouter, freePort, startProcess, startRouter, waitFor,
   workDir, writeRouterConfig, zitiCli, type EdgeRest, type PeerProcess, type RouterHandle, type RouterProcess,
 } from './harness.ts';
+import { routerSuite } from './kit.ts';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const dataDir = mkdtempSync(join(tmpdir(), 'portcullis-restart-'));
@@ -23,12 +24,11 @@ const adminPassword = `Restart-${Math.random().toString(36).slice(2)}-Pw1!`;
 let port = 0;
 let controllerProcess: ChildProcess | undefined;
 let controllerLog = '';
-let failed = false;
 
 function startController(): ChildProcess {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/main.ts', '--data-dir', join(dataDir, 'data'), '--address', '127.0.0.1', '--port', String(port),
+    ['dist/main.js', '--data-dir', join(dataDir, 'data'), '--address', '127.0.0.1', '--port', String(port),
       '--advertise', '127.0.0.1', '--admin-user', 'admin', '--admin-password', adminPassword, '--log-level', 'info'],
     { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -76,34 +76,28 @@ async function dialOk(count = 5): Promise<void> {
   assert.ok(stdout.includes(`ok ${count}`), stdout.join('\n'));
 }
 
+const suite = routerSuite({
+  // A controller of its own, started before the suite's setup logs in to it.
+  setup: async () => {
+    port = await freePort();
+    startController();
+    await waitControllerReady();
+    process.env.PORTCULLIS_URL = `https://127.0.0.1:${port}`;
+    process.env.PORTCULLIS_CA_FILE = join(dataDir, 'data', 'pki', 'root-ca.cert.pem');
+    process.env.PORTCULLIS_ADMIN_USER = 'admin';
+    process.env.PORTCULLIS_ADMIN_PASSWORD = adminPassword;
+  },
+  sdkecho: true,
+  onEnd: async () => {
+    await stopController('SIGTERM');
+    rmSync(dataDir, { recursive: true, force: true });
+  },
+});
 before(async () => {
-  port = await freePort();
-  startController();
-  await waitControllerReady();
-  process.env.PORTCULLIS_URL = `https://127.0.0.1:${port}`;
-  process.env.PORTCULLIS_CA_FILE = join(dataDir, 'data', 'pki', 'root-ca.cert.pem');
-  process.env.PORTCULLIS_ADMIN_USER = 'admin';
-  process.env.PORTCULLIS_ADMIN_PASSWORD = adminPassword;
-  admin = await adminRest();
-  loginCli();
-  sdkecho = join(workDir(), 'sdkecho');
-  const build = spawnSync('go', ['build', '-o', sdkecho, './cmd/sdkecho'], { cwd: join(repo, 'test', 'interop', 'go'), encoding: 'utf8' });
-  assert.equal(build.status, 0, build.stderr);
+  ({ admin, sdkecho } = await suite.ready);
 });
-
 afterEach((t) => {
-  if ((t as unknown as { passed?: boolean }).passed === false) {
-    failed = true;
-    printRouterLogs(`after failed test "${t.name}"`);
-    console.log(`--- controller log (tail) ---\n${controllerLog.slice(-6000)}`);
-  }
-});
-
-after(async () => {
-  await host?.stop();
-  await cleanupRouters({ keepLogs: failed });
-  await stopController('SIGTERM');
-  rmSync(dataDir, { recursive: true, force: true });
+  if ((t as unknown as { passed?: boolean }).passed === false) console.log(`--- controller log (tail) ---\n${controllerLog.slice(-6000)}`);
 });
 
 describe('routers and SDKs across controller restarts', () => {

@@ -6,45 +6,26 @@
  * back. A transit router does the same through the fabric view. Run by `npm run test:interop` (suite `router`,
  * `--only router`), which passes the controller's address, credentials and CA file, and the program in ZITI_BIN.
  */
-import { after, afterEach, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import {
-  adminRest, cleanupRouters, clientSession, controller, createEdgeRouter, createTransitRouter, createUpdbIdentity, ctrlEndpoint,
-  enrollRouter, jwtPayload, loginCli, printRouterLogs, startRouter, waitFor, writeRouterConfig, zitiCli,
+  clientSession, createEdgeRouter, createTransitRouter, createUpdbIdentity, ctrlEndpoint,
+  enrollRouter, jwtPayload, startRouter, waitFor, writeRouterConfig, zitiCli,
   type EdgeRest, type RouterConfig, type RouterHandle, type RouterProcess,
 } from './harness.ts';
+import { routerSuite } from './kit.ts';
 
 /** How long a router may take to come online (or to be seen offline) once started (or stopped). */
 const ONLINE_WITHIN_MS = 20_000;
 /** The version the v2.0.0-pre3 `ziti` program reports for itself (`ziti version`) and in its router hello. */
 const ROUTER_VERSION = 'v2.0.0-pre3';
 
+const suite = routerSuite();
 let admin: EdgeRest;
-let failed = false;
-
 before(async () => {
-  try {
-    controller();
-    admin = await adminRest();
-    loginCli();
-  } catch (err) {
-    failed = true;
-    throw err;
-  }
-});
-
-afterEach((t) => {
-  // TestContext.passed (node >= 20.12) is not in @types/node 20 yet.
-  if ((t as unknown as { passed?: boolean }).passed === false) {
-    failed = true;
-    printRouterLogs(`after failed test "${t.name}"`);
-  }
-});
-
-after(async () => {
-  await cleanupRouters({ keepLogs: failed });
+  ({ admin } = await suite.ready);
 });
 
 /** A short summary of a router's REST state, for timeout messages. */

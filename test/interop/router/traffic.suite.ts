@@ -15,22 +15,22 @@
  * Run by `npm run test:interop` (suite `router`, `--only router`), which passes the controller's address,
  * credentials and CA file, the `ziti` program in ZITI_BIN and the Python in PORTCULLIS_PYTHON. Loopback only.
  */
-import { after, afterEach, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer as createHttpServer, get as httpGet, type Server } from 'node:http';
-import { connect } from 'node:net';
-import { dirname, join, resolve } from 'node:path';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  adminRest, cleanupRouters, controller, createEdgeRouter, enrollRouter, freePort, loginCli, printRouterLogs, runProcess,
-  sleep, startProcess, startRouter, waitFor, workDir, writeRouterConfig, ziti, zitiCli,
+  createEdgeRouter, enrollRouter, freePort, runProcess, sleep, startProcess, startRouter, waitFor, workDir, writeRouterConfig, ziti, zitiCli,
   type EdgeRest, type PeerProcess, type RouterConfig, type RouterHandle, type RouterProcess,
 } from './harness.ts';
+import {
+  brief, closeServer, cliId, createIdentity, enrollIdentity, fetchPage, routerSuite, terminators, waitListening, waitOnlineSynced, waitTerminators, type Identity,
+} from './kit.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const goModuleDir = resolve(here, '..', 'go');
 
 /** How long a router may take to come online (and sync) once started. */
 const ONLINE_WITHIN_MS = 20_000;
@@ -41,102 +41,17 @@ const BIND_WITHIN_MS = 60_000;
 /** One SDK run (a dial with its exchange) on this small, shared machine. */
 const PEER_RUN_MS = 60_000;
 
+let httpServer: Server | undefined;
+const suite = routerSuite({ sdkecho: true, onEnd: () => closeServer(httpServer) });
 let admin: EdgeRest;
-let failed = false;
 /** The built sdkecho program (Go SDK peer). */
 let sdkecho = '';
-
 before(async () => {
-  try {
-    controller();
-    admin = await adminRest();
-    loginCli();
-    sdkecho = join(workDir(), 'sdkecho');
-    const built = spawnSync('go', ['build', '-o', sdkecho, './cmd/sdkecho'], {
-      cwd: goModuleDir,
-      encoding: 'utf8',
-      timeout: 300_000,
-      // Everything comes from the module cache; never the network.
-      env: { ...process.env, GOPROXY: 'off' },
-    });
-    if (built.status !== 0) throw new Error(`go build ./cmd/sdkecho failed (${built.status ?? built.error?.message}):\n${built.stdout}${built.stderr}`);
-  } catch (err) {
-    failed = true;
-    throw err;
-  }
-});
-
-afterEach((t) => {
-  // TestContext.passed (node >= 20.12) is not in @types/node 20 yet.
-  if ((t as unknown as { passed?: boolean }).passed === false) {
-    failed = true;
-    printRouterLogs(`after failed test "${t.name}"`);
-  }
-});
-
-let httpServer: Server | undefined;
-
-after(async () => {
-  await cleanupRouters({ keepLogs: failed });
-  if (httpServer) {
-    httpServer.closeAllConnections();
-    await new Promise<void>((r) => httpServer!.close(() => r()));
-  }
+  ({ admin, sdkecho } = await suite.ready);
 });
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers
-
-/** The id the CLI printed for a new entity (`... created with id: X`), else looked up by name. */
-async function cliId(collection: string, name: string, output: string): Promise<string> {
-  const m = /with id:?\s*([A-Za-z0-9._-]+)/i.exec(output);
-  if (m) return m[1];
-  return admin.idByName(collection, name);
-}
-
-interface Identity {
-  name: string;
-  id: string;
-  jwtFile: string;
-  /** The enrolled identity file (after enrollIdentity). */
-  file: string;
-}
-
-/** `ziti edge create identity <name> -o <name>.jwt -a <attrs>`. */
-async function createIdentity(name: string, attrs: string[]): Promise<Identity> {
-  const dir = join(workDir(), 'identities');
-  const jwtFile = join(dir, `${name}.jwt`);
-  const args = ['edge', 'create', 'identity', name, '-o', jwtFile];
-  if (attrs.length) args.push('-a', attrs.join(','));
-  spawnSync('mkdir', ['-p', dir]);
-  const r = zitiCli(args);
-  return { name, id: await cliId('identities', name, r.stdout + r.stderr), jwtFile, file: join(dir, `${name}.json`) };
-}
-
-/** `ziti edge enroll <name>.jwt -o <name>.json`. */
-function enrollIdentity(identity: Identity): void {
-  zitiCli(['edge', 'enroll', identity.jwtFile, '-o', identity.file]);
-  assert.ok(existsSync(identity.file), `ziti edge enroll wrote ${identity.file}`);
-}
-
-/** The terminators matching a management filter (e.g. `router = "<id>"`). */
-async function terminators(filter: string): Promise<any[]> {
-  return admin.data(`/terminators?limit=500&filter=${encodeURIComponent(filter)}`);
-}
-
-/** A short view of terminators for messages. */
-function brief(list: any[]): string {
-  return JSON.stringify(list.map((t) => ({ id: t.id, service: t.service?.name, router: t.router?.name, binding: t.binding })));
-}
-
-/** Waits until the terminators matching `filter` satisfy `ready`; returns them. */
-async function waitTerminators(filter: string, what: string, timeoutMs: number, ready: (list: any[]) => boolean): Promise<any[]> {
-  let last: any[] = [];
-  return waitFor(async () => {
-    last = await terminators(filter);
-    return ready(last) ? last : undefined;
-  }, timeoutMs, { what, lastSeen: () => brief(last) });
-}
 
 /** Runs `sdkecho dial <identity> <service> <n>` to its end; asserts "ok <n>" and exit 0. */
 async function goDial(identity: Identity, service: string, count: number, name = `dial-${identity.name}`): Promise<void> {
@@ -153,36 +68,6 @@ function peerCloses(p: PeerProcess): number {
 /** Waits until a host printed at least `n` "peer closed" lines. */
 async function waitPeerCloses(p: PeerProcess, n: number, timeoutMs = 10_000): Promise<void> {
   await waitFor(() => peerCloses(p) >= n, timeoutMs, { what: `${n} "peer closed" lines from ${p.name}`, lastSeen: () => p.tail(10) });
-}
-
-/** Waits until 127.0.0.1:port accepts TCP connections. */
-async function waitListening(port: number, timeoutMs: number, abort?: () => string | undefined): Promise<void> {
-  await waitFor(() => new Promise<boolean>((res) => {
-    const s = connect({ host: '127.0.0.1', port }, () => {
-      s.destroy();
-      res(true);
-    });
-    s.on('error', () => res(false));
-    s.setTimeout(2_000, () => {
-      s.destroy();
-      res(false);
-    });
-  }), timeoutMs, { what: `127.0.0.1:${port} to accept connections`, abort });
-}
-
-/** A plain HTTP GET of 127.0.0.1:port (a new connection each time). */
-function fetchPage(port: number): Promise<{ status: number; body: string }> {
-  return new Promise((res, rej) => {
-    const req = httpGet({ host: '127.0.0.1', port, path: '/', agent: false, headers: { connection: 'close' } }, (r) => {
-      let body = '';
-      r.setEncoding('utf8');
-      r.on('data', (c: string) => (body += c));
-      r.on('end', () => res({ status: r.statusCode ?? 0, body }));
-      r.on('error', rej);
-    });
-    req.on('error', rej);
-    req.setTimeout(20_000, () => req.destroy(new Error('no answer within 20 s')));
-  });
 }
 
 /** The listening sockets of a process (from /proc/net/tcp*, matched by the socket inodes in /proc/<pid>/fd). */
@@ -229,25 +114,15 @@ describe('SDK traffic through one edge router', () => {
   }
 
   async function startR1(): Promise<void> {
-    const started = Date.now();
     r1Proc = startRouter(r1Config.configFile);
-    const proc = r1Proc;
-    let last: any;
-    await waitFor(async () => {
-      last = await admin.edgeRouter(r1.id);
-      return last.isOnline === true && last.syncStatus === 'SYNC_DONE';
-    }, Math.max(1_000, started + ONLINE_WITHIN_MS - Date.now()), {
-      what: 'r1 online and synced',
-      lastSeen: () => JSON.stringify({ isOnline: last?.isOnline, syncStatus: last?.syncStatus }),
-      abort: () => (proc.exit ? `the router exited (${JSON.stringify(proc.exit)})` : undefined),
-    });
+    await waitOnlineSynced(admin, r1, r1Proc, ONLINE_WITHIN_MS);
   }
 
   /** Starts the Go SDK host of echo and waits for "bound" and its terminator on r1. */
   async function startHost(): Promise<any> {
     host = startProcess('host', sdkecho, ['host', ids.host.file, 'echo']);
     await host.waitForLine('bound', BIND_WITHIN_MS);
-    const [t] = await waitTerminators(`service = "${echoId}"`, 'the terminator of echo', BIND_WITHIN_MS, (l) => l.length === 1);
+    const [t] = await waitTerminators(admin, `service = "${echoId}"`, 'the terminator of echo', BIND_WITHIN_MS, (l) => l.length === 1);
     return t;
   }
 
@@ -271,9 +146,9 @@ describe('SDK traffic through one edge router', () => {
       thost: ['web-hosts', 'routed'],
       tclient: ['web-clients', 'routed'],
     };
-    for (const [name, attrs] of Object.entries(plan)) ids[name] = await createIdentity(name, attrs);
+    for (const [name, attrs] of Object.entries(plan)) ids[name] = await createIdentity(admin, name, attrs);
     for (const [name, identity] of Object.entries(ids)) if (name !== 'pyclient') enrollIdentity(identity);
-    echoId = await cliId('services', 'echo', (({ stdout, stderr }) => stdout + stderr)(zitiCli(['edge', 'create', 'service', 'echo'])));
+    echoId = await cliId(admin, 'services', 'echo', (({ stdout, stderr }) => stdout + stderr)(zitiCli(['edge', 'create', 'service', 'echo'])));
     zitiCli(['edge', 'create', 'service-policy', 'echo-bind', 'Bind', '--service-roles', '@echo', '--identity-roles', '#host']);
     zitiCli(['edge', 'create', 'service-policy', 'echo-dial', 'Dial', '--service-roles', '@echo', '--identity-roles', '#client']);
     zitiCli(['edge', 'create', 'service-policy', 'echo-dial-revokable', 'Dial', '--service-roles', '@echo', '--identity-roles', '#revokable']);
@@ -355,12 +230,12 @@ describe('SDK traffic through one edge router', () => {
     const httpPort = (httpServer.address() as { port: number }).port;
 
     zitiCli(['edge', 'create', 'config', 'web-host', 'host.v1', JSON.stringify({ protocol: 'tcp', address: '127.0.0.1', port: httpPort })]);
-    const webId = await cliId('services', 'web', (({ stdout, stderr }) => stdout + stderr)(zitiCli(['edge', 'create', 'service', 'web', '--configs', 'web-host'])));
+    const webId = await cliId(admin, 'services', 'web', (({ stdout, stderr }) => stdout + stderr)(zitiCli(['edge', 'create', 'service', 'web', '--configs', 'web-host'])));
     zitiCli(['edge', 'create', 'service-policy', 'web-bind', 'Bind', '--service-roles', '@web', '--identity-roles', '#web-hosts']);
     zitiCli(['edge', 'create', 'service-policy', 'web-dial', 'Dial', '--service-roles', '@web', '--identity-roles', '#web-clients']);
 
     const tunnelHost = startProcess('tunnel-host', ziti(), ['tunnel', 'host', '--identity', ids.thost.file]);
-    const [t] = await waitTerminators(`service = "${webId}"`, 'the terminator of web (ziti tunnel host)', BIND_WITHIN_MS, (l) => l.length === 1);
+    const [t] = await waitTerminators(admin, `service = "${webId}"`, 'the terminator of web (ziti tunnel host)', BIND_WITHIN_MS, (l) => l.length === 1);
     assert.equal(t.routerId, r1.id);
     assert.equal(t.binding, 'edge');
     assert.ok(!tunnelHost.exit, `ziti tunnel host runs: ${tunnelHost.tail()}`);
@@ -380,7 +255,7 @@ describe('SDK traffic through one edge router', () => {
     assert.equal(served, 5, 'the HTTP server answered every GET');
     await proxy.stop();
     await tunnelHost.stop();
-    await waitTerminators(`service = "${webId}"`, 'the terminator of web to go with ziti tunnel host', GONE_WITHIN_MS, (l) => l.length === 0);
+    await waitTerminators(admin, `service = "${webId}"`, 'the terminator of web to go with ziti tunnel host', GONE_WITHIN_MS, (l) => l.length === 0);
   });
 
   it('policy: once its Dial policy is deleted, an SDK that had a session gets the controller\'s refusal on its next dial', async () => {
@@ -438,7 +313,7 @@ describe('SDK traffic through one edge router', () => {
     assert.match(bound.stderr, /listen: .*timed out waiting for 1 listeners/);
     // The controller refuses the Bind session (as upstream does when no edge router serves identity and service).
     assert.match(bound.stderr, /failure creating Bind session to service echo.*NO_EDGE_ROUTERS_AVAILABLE/);
-    const hosted = await terminators(`service = "${echoId}"`);
+    const hosted = await terminators(admin, `service = "${echoId}"`);
     assert.equal(hosted.length, 1, `echo still has only the host's terminator: ${brief(hosted)}`);
 
     const dialed = await runProcess('dial-outsider', sdkecho, ['dial', ids.outsider.file, 'echo', '1'], PEER_RUN_MS);
@@ -455,10 +330,10 @@ describe('SDK traffic through one edge router', () => {
 
   it('stopping the host removes its terminator within a few seconds', async () => {
     const h = needHost();
-    const before = await terminators(`service = "${echoId}"`);
+    const before = await terminators(admin, `service = "${echoId}"`);
     assert.equal(before.length, 1, brief(before));
     await h.stop();
-    await waitTerminators(`service = "${echoId}"`, 'the terminator of echo to go with its host', GONE_WITHIN_MS, (l) => l.length === 0);
+    await waitTerminators(admin, `service = "${echoId}"`, 'the terminator of echo to go with its host', GONE_WITHIN_MS, (l) => l.length === 0);
     const t = await startHost();
     assert.notEqual(t.id, before[0].id, 'a new host, a new terminator');
   });
@@ -466,17 +341,17 @@ describe('SDK traffic through one edge router', () => {
   it('stopping r1 removes its terminators within a few seconds', async () => {
     needHost();
     assert.ok(r1Proc);
-    const before = await terminators(`router = "${r1.id}"`);
+    const before = await terminators(admin, `router = "${r1.id}"`);
     assert.ok(before.length >= 1, `r1 has terminators: ${brief(before)}`);
     await r1Proc.stop();
-    await waitTerminators(`router = "${r1.id}"`, 'the terminators of r1 to go with it', GONE_WITHIN_MS, (l) => l.length === 0);
+    await waitTerminators(admin, `router = "${r1.id}"`, 'the terminators of r1 to go with it', GONE_WITHIN_MS, (l) => l.length === 0);
   });
 
   it('r1 started again: the host binds again by itself and a new dial works', async () => {
     const h = needHost();
     await startR1();
     const onlineAt = Date.now();
-    const [t] = await waitTerminators(`service = "${echoId}"`, 'the host to bind echo again on r1', BIND_WITHIN_MS, (l) => l.length === 1);
+    const [t] = await waitTerminators(admin, `service = "${echoId}"`, 'the host to bind echo again on r1', BIND_WITHIN_MS, (l) => l.length === 1);
     console.error(`the host bound echo again ${Date.now() - onlineAt} ms after r1 was online and synced`);
     assert.equal(t.routerId, r1.id);
     assert.ok(!h.exit, `the host still runs: ${h.tail()}`);
@@ -501,7 +376,7 @@ describe('SDK traffic through one edge router', () => {
     const { line } = await s.waitForLine(/^(ok|error)/, 30_000, from);
     console.error(`dialer, ${Date.now() - killedAt} ms after the kill: ${line}`);
     assert.match(line, /^error /, 'the dialer sees its connection fail');
-    await waitTerminators(`router = "${r1.id}"`, 'the terminators of the killed r1 to go', GONE_WITHIN_MS, (l) => l.length === 0);
+    await waitTerminators(admin, `router = "${r1.id}"`, 'the terminators of the killed r1 to go', GONE_WITHIN_MS, (l) => l.length === 0);
     // The host's side of that connection ends too: a close (EOF) or a read error.
     await waitFor(() => h.lines.slice(hostLines).includes('peer closed') || /read: /.test(h.stderr().slice(hostErr)), 20_000, {
       what: 'the host to see its side of the connection end',
@@ -515,7 +390,7 @@ describe('SDK traffic through one edge router', () => {
     const h = needHost();
     await startR1();
     const onlineAt = Date.now();
-    const [t] = await waitTerminators(`service = "${echoId}"`, 'the host to bind echo again on r1', BIND_WITHIN_MS, (l) => l.length === 1);
+    const [t] = await waitTerminators(admin, `service = "${echoId}"`, 'the host to bind echo again on r1', BIND_WITHIN_MS, (l) => l.length === 1);
     console.error(`the host bound echo again ${Date.now() - onlineAt} ms after r1 was online and synced`);
     assert.equal(t.routerId, r1.id);
     assert.ok(!h.exit, `the host still runs: ${h.tail()}`);
