@@ -4,7 +4,7 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { resolve } from 'node:path';
-import { SERVER_KEY_TYPES, type ServerKeyType } from './pki/keys.ts';
+import { SERVER_KEY_TYPES, type ServerKeyType } from './pki/key-types.ts';
 import { availableParallelism } from 'node:os';
 
 export interface Config {

@@ -109,10 +109,13 @@ function certificateInspector() {
 
 export interface StartOptions {
   /**
-   * False in a cluster worker: the primary process already ran `prepareDataDir` (migrations, PKI, first-start
-   * records, per-start shared state) before forking (src/cluster/). Default true: one process does it all.
+   * False in a cluster worker other than the first of the start: that one ran `prepareDataDir` (migrations,
+   * PKI, first-start records, per-start shared state) before the others open the store (src/cluster/).
+   * Default true: one process does it all.
    */
   firstStart?: boolean;
+  /** Called once `prepareDataDir` is done (first start only), before the rest of the start. */
+  onPrepared?: () => void;
   /** Cluster worker id, sent as the `x-portcullis-worker` response header. */
   workerId?: string;
   /** This process's name in the change feed and as owner of an integrity run (random by default). */
@@ -166,6 +169,7 @@ export async function startController(config: Config, options: StartOptions = {}
       options.firstStart === false
         ? { pki: await controllerPki(config), admin: { username: config.adminUser, created: false } }
         : await prepareDataDir(db, config);
+    if (options.firstStart !== false) options.onPrepared?.();
     const instanceId = controllerInstanceId(db);
 
     const clock = systemClock;

@@ -10,11 +10,9 @@ import cluster from 'node:cluster';
 import { createServer, type AddressInfo } from 'node:net';
 import { CommanderError } from 'commander';
 import { loadConfig, type Config } from './config.ts';
-import { startController } from './controller.ts';
-import { printAdminCredentials } from './cluster/messages.ts';
-import { runPrimary } from './cluster/primary.ts';
-import { runWorker } from './cluster/worker.ts';
-import { stopOnSignals } from './cluster/shutdown.ts';
+
+// Each role loads only its own code: the cluster primary serves nothing, so it never loads the controller
+// (that would cost it the memory of a whole worker for as long as it runs).
 
 function readConfig(): Config {
   try {
@@ -26,6 +24,11 @@ function readConfig(): Config {
 }
 
 async function single(config: Config): Promise<void> {
+  const [{ startController }, { printAdminCredentials }, { stopOnSignals }] = await Promise.all([
+    import('./controller.ts'),
+    import('./cluster/messages.ts'),
+    import('./cluster/shutdown.ts'),
+  ]);
   const controller = await startController(config);
   printAdminCredentials(controller.admin);
   controller.app.log.info(
@@ -51,9 +54,9 @@ async function resolvePort(config: Config): Promise<Config> {
 
 async function main(): Promise<void> {
   const config = readConfig();
-  if (cluster.isWorker) return runWorker(config);
+  if (cluster.isWorker) return (await import('./cluster/worker.ts')).runWorker(config);
   const resolved = await resolvePort(config);
-  if (resolved.workers > 1) return runPrimary(resolved);
+  if (resolved.workers > 1) return (await import('./cluster/primary.ts')).runPrimary(resolved);
   return single(resolved);
 }
 

@@ -1,21 +1,23 @@
 /**
- * The cluster primary (`--workers N`, N > 1): does the once-per-start work (migrations, PKI, first-start
- * records, the admin credentials print) and then forks N worker processes that share the listener (node's
- * round-robin). It serves nothing itself. A worker that dies is replaced; SIGTERM/SIGINT stop every worker
- * (each finishes its in-flight requests and closes the store) and then the primary.
+ * The cluster primary (`--workers N`, N > 1): forks N worker processes that share the listener (node's
+ * round-robin) and keeps them running. It serves nothing and loads none of the controller: its memory stays
+ * that of a bare Node process. A worker that dies is replaced; SIGTERM/SIGINT stop every worker (each
+ * finishes its in-flight requests and closes the store) and then the primary.
  *
- * Messages: a worker sends `{type: 'listening', origin}` once it serves; when all N have, the primary asks
- * the first one to log the ready line (`{type: 'announce'}`), so it is printed once and as before.
+ * The once-per-start work (migrations, PKI, first-start records, the admin credentials print, resetting the
+ * shared per-start state) is done by the first worker of the start (`FIRST_START`); the others load their code
+ * meanwhile and open the store only once it is done (`waiting` → `prepared`). Workers started later, to
+ * replace one that died, never redo it.
+ *
+ * Messages (src/cluster/messages.ts): a worker sends `listening` once it serves; when all N have, the primary
+ * asks the first one to log the ready line (`announce`), so it is printed once. When a worker dies, a living
+ * one is asked to drop the state the dead one owned in the store (`worker-gone`: its integrity run, its
+ * routers' live rows), or the next to listen if none is, until one confirms (`gone-dropped`).
  */
 import cluster, { type Worker } from 'node:cluster';
-import { join } from 'node:path';
 import type { Config } from '../config.ts';
-import { prepareDataDir } from '../controller.ts';
-import { openDatabase, closeDatabase } from '../store/database.ts';
-import { clearLiveRoutersOf } from '../fabric/live-routers.ts';
-import { isBusEnvelope } from '../fabric/bus.ts';
-import { abandonIntegrityRun } from '../resources/database/database-ops.ts';
-import { printAdminCredentials } from './messages.ts';
+import { isBusEnvelope, type BusEnvelope } from '../fabric/bus.ts';
+import { START_ROLE_ENV, type PrimaryMessage, type WorkerMessage } from './messages.ts';
 
 /** A worker that dies sooner than this after its start is replaced only after a pause (no crash loop). */
 const QUICK_DEATH_MS = 10_000;
@@ -30,43 +32,71 @@ interface WorkerState {
 }
 
 export async function runPrimary(config: Config): Promise<void> {
-  const db = openDatabase(join(config.dataDir, 'portcullis.db'));
-  try {
-    const { admin } = await prepareDataDir(db, config);
-    printAdminCredentials(admin);
-  } catch (err) {
-    closeDatabase(db);
-    throw err;
-  }
-
   const states = new Map<Worker, WorkerState>();
+  let prepared = false;
+  const waiting = new Set<Worker>();
+  /**
+   * Dead workers (by origin) whose rows are to be dropped, with the worker asked to do it, until it confirms:
+   * a job given to a worker that dies too (both killed at once) is given to the next one.
+   */
+  const gone = new Map<string, Worker | undefined>();
   let announced = false;
   let stopping = false;
   let exitCode = 0;
 
-  const fork = () => {
-    const worker = cluster.fork();
+  const tell = (worker: Worker, message: PrimaryMessage) => {
+    if (!worker.isDead()) worker.send(message);
+  };
+
+  const handOverGone = () => {
+    const heir = [...states].find(([w, s]) => s.listening && !w.isDead())?.[0];
+    if (!heir) return;
+    for (const [origin, asked] of gone) {
+      if (asked && states.has(asked) && !asked.isDead()) continue;
+      gone.set(origin, heir);
+      tell(heir, { type: 'worker-gone', origin });
+    }
+  };
+
+  const fork = (role: 'first' | 'after-first' | 'replacement') => {
+    const worker = cluster.fork({ [START_ROLE_ENV]: role });
     states.set(worker, { startedAt: Date.now(), listening: false });
-    worker.on('message', (message: { type?: string; origin?: string }) => {
+    worker.on('message', (message: WorkerMessage | BusEnvelope) => {
       if (isBusEnvelope(message)) {
         // Fabric messages between workers (src/fabric/bus.ts): handed to the worker of that name, if it lives.
         for (const [other, s] of states) if (s.origin === message.to && !other.isDead()) other.send(message);
         return;
       }
       const state = states.get(worker);
-      if (!state || message?.type !== 'listening') return;
-      state.listening = true;
-      state.origin = message.origin;
-      if (!announced && states.size === config.workers && [...states.values()].every((s) => s.listening)) {
-        announced = true;
-        worker.send({ type: 'announce', workers: config.workers });
+      if (!state) return;
+      switch (message?.type) {
+        case 'waiting':
+          if (prepared) tell(worker, { type: 'prepared' });
+          else waiting.add(worker);
+          return;
+        case 'prepared':
+          prepared = true;
+          for (const w of waiting) tell(w, { type: 'prepared' });
+          waiting.clear();
+          return;
+        case 'gone-dropped':
+          gone.delete(message.origin);
+          return;
+        case 'listening':
+          state.listening = true;
+          state.origin = message.origin;
+          handOverGone();
+          if (!announced && states.size === config.workers && [...states.values()].every((s) => s.listening)) {
+            announced = true;
+            tell(worker, { type: 'announce', workers: config.workers });
+          }
+          return;
       }
     });
   };
 
   const finish = () => {
     if (states.size > 0) return;
-    closeDatabase(db);
     process.exit(exitCode);
   };
 
@@ -84,15 +114,7 @@ export async function runPrimary(config: Config): Promise<void> {
   cluster.on('exit', (worker, code, signal) => {
     const state = states.get(worker);
     states.delete(worker);
-    if (state?.origin) {
-      try {
-        abandonIntegrityRun(db, state.origin);
-        // Its routers' connections died with it; they reconnect to the other workers.
-        clearLiveRoutersOf(db, state.origin);
-      } catch {
-        // The store may be busy; the next start resets both anyway.
-      }
-    }
+    waiting.delete(worker);
     if (stopping) return finish();
     if (!announced) {
       // A worker that can not start (port taken, bad data dir...) would fail again: give up.
@@ -100,13 +122,19 @@ export async function runPrimary(config: Config): Promise<void> {
       return stopAll(1);
     }
     if (code === 0 && signal === null) return stopAll(0); // it was told to stop (a signal to the process group)
+    if (state?.origin) {
+      // Its routers' connections died with it (they reconnect to the other workers), and so did any integrity run.
+      gone.set(state.origin, undefined);
+    }
+    handOverGone(); // and passes on what the dead worker had been asked to drop
     process.stderr.write(`worker ${worker.id} died (${signal ?? `code ${code}`}); starting a new one\n`);
     const quick = state !== undefined && Date.now() - state.startedAt < QUICK_DEATH_MS;
-    if (quick) setTimeout(() => stopping || fork(), RESTART_PAUSE_MS);
-    else fork();
+    if (quick) setTimeout(() => stopping || fork('replacement'), RESTART_PAUSE_MS);
+    else fork('replacement');
   });
 
   process.on('SIGTERM', () => stopAll(0));
   process.on('SIGINT', () => stopAll(0));
-  for (let i = 0; i < config.workers; i++) fork();
+  fork('first');
+  for (let i = 1; i < config.workers; i++) fork('after-first');
 }

@@ -10,6 +10,9 @@ import { createPrivateKey, createPublicKey, generateKeyPair as generateNodeKeyPa
 import { promisify } from 'node:util';
 import { encodePem, type Der } from './pem.ts';
 import { subtle } from './x509-library.ts';
+import type { ServerKeyType } from './key-types.ts';
+
+export { SERVER_KEY_TYPES, type ServerKeyType } from './key-types.ts';
 
 export interface LoadedPrivateKey {
   /** PKCS#8 PEM, as handed to `tls.createSecureContext`. */
@@ -37,10 +40,6 @@ export async function generateKeyPair(): Promise<CryptoKeyPair> {
   return (await subtle.generateKey(EC_KEY_ALGORITHM, true, ['sign', 'verify'])) as CryptoKeyPair;
 }
 
-/** Key types the controller can generate for its TLS/JWT signing key. */
-export type ServerKeyType = 'ec' | 'rsa';
-
-export const SERVER_KEY_TYPES: readonly ServerKeyType[] = ['ec', 'rsa'];
 
 const generateNodeKeyPair = promisify(generateNodeKeyPairCallback);
 

@@ -8,7 +8,7 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -159,5 +159,28 @@ describe('fabric across worker processes', () => {
     const unroute = await connA.nextOf(CtrlContentType.Unroute, 10_000);
     assert.equal(decode('ctrl.Unroute', unroute.body).circuitId, circuitId);
     await eventually(async () => (await mgmt.get(`/sessions/${dial.body.data.id}/route-path`)).body.data.routePath.length === 0, 'the circuit is gone');
+  });
+
+  it('a worker that dies leaves no live rows behind: a living worker drops them', async () => {
+    const router = await enrolledRouter(tc);
+    await connectHeldBy(router);
+    assert.ok(ownerOf(router.id), 'the router is held');
+    // Both workers die; the primary starts new ones, which never redo the start's work (clearing live rows):
+    // the router's row goes only because the dead worker's rows are handed to a living one.
+    const workers = execFileSync('ps', ['-o', 'pid=,comm=', '--ppid', String(child.pid)], { encoding: 'utf8' })
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/))
+      .filter(([, comm]) => comm === 'node')
+      .map(([pid]) => Number(pid));
+    assert.equal(workers.length, 2, `two workers: ${workers.join(', ')}`);
+    for (const pid of workers) process.kill(pid, 'SIGKILL');
+    await eventually(() => ownerOf(router.id) === undefined, 'the dead worker\'s router row is dropped', 30_000);
+    let isOnline: unknown;
+    await eventually(async () => {
+      const res = await mgmt.get(`/edge-routers/${router.id}`).catch(() => undefined);
+      isOnline = res?.body?.data?.isOnline;
+      return res?.status === 200;
+    }, 'a new worker answers', 30_000);
+    assert.equal(isOnline, false);
   });
 });
