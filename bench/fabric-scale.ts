@@ -5,7 +5,8 @@
  *  1. bringing routers to a synced data model: scripted routers (bench/fabric-router.ts) that say in their client hello
  *     that they keep the data model, subscribe (SubscribeToDataModelRequest) and read and decode the full DataState.
  *     The first one (the controller loads its model), then the other N − 1 at once, then single new routers while
- *     the model is unchanged (the encoded state is cached) and after a change (it is read and encoded again): time,
+ *     the model is unchanged and right after a change (the controller may send the full state it kept from before
+ *     the change, then the change sets since: a router counts as synced once it has applied those too): time,
  *     bytes, controller CPU, how long the controller's event loop stood still (pings on another router's channel);
  *     RSS (primary + workers) before, after the first, after all N, after they closed; CPU at rest per router.
  *  2. fan-out of a change to the N subscribed routers: PATCH of one service policy's identityRoles (one identity
@@ -182,7 +183,10 @@ function cpuMs(pid: number): number {
 
 // ---- a router that keeps the data model ----------------------------------------------------------------------------
 
-/** One router's way from the dial to a decoded full state (ms from the dial, bytes after TLS). */
+/**
+ * One router's way from the dial to a synced model: the full state decoded and the change sets after it applied (ms
+ * from the dial, bytes after TLS).
+ */
 export interface SyncFigures {
   /** Dial → the hello's result (TLS with the router's certificate, admission). */
   helloMs: number;
@@ -192,16 +196,21 @@ export interface SyncFigures {
   firstByteMs: number;
   /** First byte → last byte of the DataState. */
   transferMs: number;
-  /** Decoding the DataState (bench process; applying it to a model too for the router that keeps one). */
+  /**
+   * Decoding the DataState (bench process; applying it to a model too for the router that keeps one), and the change
+   * sets that followed it up to the controller's index.
+   */
   decodeMs: number;
-  /** Dial → DataState decoded. */
+  /** Dial → DataState decoded and the change sets that followed it applied: the router's model is current. */
   totalMs: number;
+  /** Change sets that came after the DataState before the router was current (the controller's kept state). */
+  setsAfterState: number;
   /** The DataState message on the wire. */
   stateBytes: number;
-  /** Everything the router received from the dial until the DataState was decoded (after TLS). */
+  /** Everything the router received from the dial until it was synced (after TLS). */
   bytesIn: number;
   events: number;
-  /** Controller CPU from the dial until the DataState was decoded (single routers only). */
+  /** Controller CPU from the dial until it was synced (single routers only). */
   controllerCpuMs?: number;
   /**
    * The longest answer to a ping on another router's control channel (one every 10 ms) from the dial until the
@@ -233,14 +242,17 @@ class ModelRouter {
   private onState: (() => void) | undefined;
   /** Called as soon as the DataState has arrived, before it is decoded. */
   private onArrived: (() => void) | undefined;
+  /** Data model messages that came after the DataState while `open` had not applied it yet. */
+  private early: Array<[ChannelMessage, number, number]> | undefined;
 
   private constructor(readonly subscriptionId: string) {}
 
   /**
    * Dials, says hello, answers the server hello (data model supported), waits for the public keys, subscribes and
-   * reads the full state. `keepModel`: applies it (and every later change set) to a model of its own.
+   * reads the full state, then the change sets that follow it until its index is `currentIndex` (the controller's,
+   * when known). `keepModel`: applies it (and every later change set) to a model of its own.
    */
-  static async open(c: Controller, creds: BenchRouterCredentials, keepModel: boolean, onArrived?: () => void): Promise<{ router: ModelRouter; figures: SyncFigures }> {
+  static async open(c: Controller, creds: BenchRouterCredentials, keepModel: boolean, onArrived?: () => void, currentIndex = 0n): Promise<{ router: ModelRouter; figures: SyncFigures }> {
     const me = new ModelRouter(`bench-scale-${creds.name}-${Math.random().toString(36).slice(2, 8)}`);
     me.onArrived = onArrived;
     me.model = keepModel ? new SimRouter() : undefined;
@@ -261,6 +273,12 @@ class ModelRouter {
     me.index = decoded.endIndex;
     me.timelineId = decoded.timelineId;
     me.model?.applyState(decoded);
+    // The change sets since the state (sent right behind it), in order.
+    const early = me.early ?? [];
+    me.early = undefined;
+    for (const [msg, at, bytes] of early) me.receive(msg, at, bytes);
+    if (me.index < currentIndex) await me.waitSet(0, (set) => set.index >= currentIndex, FANOUT_TIMEOUT_MS);
+    const setsAfterState = me.sets.length;
     const tDecoded = performance.now();
     me.renewTimer = setInterval(() => me.subscribe(true), RENEW_MS);
     me.renewTimer.unref();
@@ -273,6 +291,7 @@ class ModelRouter {
         transferMs: Math.max(0, s.at - s.startedAt),
         decodeMs: tDecoded - s.at,
         totalMs: tDecoded - t0,
+        setsAfterState,
         stateBytes: s.bytes,
         bytesIn: me.router.bytesIn,
         events: decoded.events.length,
@@ -285,6 +304,7 @@ class ModelRouter {
     if (!this.state) {
       if (msg.contentType === EdgeContentType.DataState) {
         this.state = { msg, at, bytes, startedAt };
+        this.early = [];
         this.onArrived?.();
         this.onState?.();
         return;
@@ -296,7 +316,8 @@ class ModelRouter {
         return;
       }
     }
-    this.receive(msg, at, bytes);
+    if (this.early) this.early.push([msg, at, bytes]);
+    else this.receive(msg, at, bytes);
   }
 
   private subscribe(renew: boolean): void {
@@ -577,6 +598,8 @@ interface SyncSummary {
   events: number;
   controllerCpuMeanMs: number;
   stallMaxMs?: number;
+  /** Change sets that followed the DataState (most of any router). */
+  setsAfterStateMax: number;
 }
 
 function syncSummary(xs: SyncFigures[]): SyncSummary {
@@ -593,6 +616,7 @@ function syncSummary(xs: SyncFigures[]): SyncSummary {
     bytesInP50: percentileOf(s((x) => x.bytesIn), 50),
     events: Math.max(...xs.map((x) => x.events)),
     controllerCpuMeanMs: xs.reduce((a, x) => a + (x.controllerCpuMs ?? 0), 0) / Math.max(1, xs.length),
+    setsAfterStateMax: Math.max(...xs.map((x) => x.setsAfterState ?? 0)),
     ...(xs.some((x) => x.stallMs !== undefined) ? { stallMaxMs: Math.max(...xs.map((x) => x.stallMs ?? 0)) } : {}),
   };
 }
@@ -611,9 +635,9 @@ export interface FabricScaleResult {
     first: SyncFigures;
     /** The other N − 1, dialing at once. */
     together: SyncSummary & { wallMs: number; lastStateReceivedMs: number; controllerCpuMs: number; peakRssMb: number };
-    /** Single new routers while the encoded full state is current (cached). */
+    /** Single new routers while the model is unchanged (the encoded full state is current). */
     newCached: SyncSummary;
-    /** Single new routers right after a change (the full state is read and encoded again). */
+    /** Single new routers right after a change (the kept full state and the change sets since, or one read again). */
     newAfterChange: SyncSummary;
     rssEnrolledMb: number;
     /** Highest RSS while the first router synced (the model loading). */
@@ -706,7 +730,7 @@ async function runSize(size: SizeName, opts: FabricScaleOptions): Promise<Fabric
       const cpu0 = cpuMs(ctrl.pid);
       stall.start();
       let stallMs = 0;
-      const r = await ModelRouter.open(ctrl, take(), keepModel, () => (stallMs = stall.halt()));
+      const r = await ModelRouter.open(ctrl, take(), keepModel, () => (stallMs = stall.halt()), routers[0]?.index ?? 0n);
       r.figures.controllerCpuMs = cpuMs(ctrl.pid) - cpu0;
       r.figures.stallMs = stallMs;
       if (!keep) {
@@ -744,7 +768,7 @@ async function runSize(size: SizeName, opts: FabricScaleOptions): Promise<Fabric
     const lastStateReceivedMs = Math.max(...together.map((f) => f.totalMs - f.decodeMs));
     const togetherSummary = { ...syncSummary(together), wallMs, lastStateReceivedMs, controllerCpuMs: togetherCpu, peakRssMb };
     console.log(
-      `  ${n - 1} together: all decoded ${fmt(wallMs)} ms after the first dial (last DataState received ${fmt(lastStateReceivedMs)} ms), ` +
+      `  ${n - 1} together: all synced ${fmt(wallMs)} ms after the first dial (last DataState received ${fmt(lastStateReceivedMs)} ms), ` +
         `controller CPU ${fmt(togetherCpu)} ms (${fmt(togetherCpu / (n - 1), 1)} ms per router), peak RSS ${peakRssMb.toFixed(0)} MB`,
     );
     await sleep(SETTLE_S * 1000);
@@ -780,7 +804,7 @@ async function runSize(size: SizeName, opts: FabricScaleOptions): Promise<Fabric
     const withRouters = summarize(samples);
     const withoutRouters = summarize(without);
 
-    console.log(`  ${opts.repeats} single new routers, each right after a change (the state is read and encoded again) ...`);
+    console.log(`  ${opts.repeats} single new routers, each right after a change ...`);
     const newAfterChange: SyncFigures[] = [];
     for (let r = 0; r < opts.repeats; r++) {
       for (const kind of ['identity-add', 'identity-remove'] as const) await oneChange(c, targets, kind, routers);
@@ -789,7 +813,7 @@ async function runSize(size: SizeName, opts: FabricScaleOptions): Promise<Fabric
     logSync('new router (after a change)', newAfterChange[newAfterChange.length - 1]!);
 
     // The first router's model after every change set against the full state a new router gets now.
-    const check = await ModelRouter.open(c, take(), true);
+    const check = await ModelRouter.open(c, take(), true, undefined, routers[0]!.index);
     const modelMatchesFullState = JSON.stringify(routers[0]!.model!.snapshot()) === JSON.stringify(check.router.model!.snapshot());
     check.router.close();
     const setsApplied = routers[0]!.sets.length;
@@ -861,7 +885,7 @@ async function runSize(size: SizeName, opts: FabricScaleOptions): Promise<Fabric
 
 function logSync(what: string, f: SyncFigures): void {
   console.log(
-    `  ${what}: DataState of ${fmt(f.stateBytes)} bytes (${fmt(f.events)} events) decoded ${fmt(f.totalMs)} ms after the dial ` +
+    `  ${what}: DataState of ${fmt(f.stateBytes)} bytes (${fmt(f.events)} events) and ${fmt(f.setsAfterState ?? 0)} change sets after it applied ${fmt(f.totalMs)} ms after the dial ` +
       `(hello ${fmt(f.helloMs)}, edge sync ${fmt(f.edgeSyncMs)}, to first byte ${fmt(f.firstByteMs)}, transfer ${fmt(f.transferMs)}, decode ${fmt(f.decodeMs)} ms)` +
       (f.controllerCpuMs !== undefined ? `, controller CPU ${fmt(f.controllerCpuMs)} ms` : '') +
       (f.stallMs !== undefined ? `, longest ping on another router ${fmt(f.stallMs)} ms` : ''),
@@ -927,14 +951,15 @@ function growthFigures(r: FabricScaleResult): Array<[string, number, string, num
     ['full state: events', r.sync.first.events, '', 0],
     ['controller: read the full model (in-process)', step(r, 'readFullModel (all of the above)'), 'ms', 0],
     ['controller: encode the DataState (in-process)', step(r, 'encode the DataState'), 'ms', 0],
-    ['first router: dial → state decoded (the model loads)', r.sync.first.totalMs, 'ms', 0],
+    ['first router: dial → synced (the model loads)', r.sync.first.totalMs, 'ms', 0],
     ['first router: controller CPU', r.sync.first.controllerCpuMs ?? 0, 'ms', 0],
-    ['ONE new router, state cached: dial → decoded (p50)', r.sync.newCached.totalP50Ms, 'ms', 0],
-    ['ONE new router, state cached: controller CPU (mean)', r.sync.newCached.controllerCpuMeanMs, 'ms', 1],
-    ['ONE new router after a change: dial → decoded (p50)', r.sync.newAfterChange.totalP50Ms, 'ms', 0],
+    ['first router: longest stall of the controller', r.sync.first.stallMs ?? Number.NaN, 'ms', 0],
+    ['ONE new router, model unchanged: dial → synced (p50)', r.sync.newCached.totalP50Ms, 'ms', 0],
+    ['ONE new router, model unchanged: controller CPU (mean)', r.sync.newCached.controllerCpuMeanMs, 'ms', 1],
+    ['ONE new router after a change: dial → synced (p50)', r.sync.newAfterChange.totalP50Ms, 'ms', 0],
     ['ONE new router after a change: controller CPU (mean)', r.sync.newAfterChange.controllerCpuMeanMs, 'ms', 0],
     ['ONE new router after a change: longest stall of the controller', r.sync.newAfterChange.stallMaxMs ?? Number.NaN, 'ms', 0],
-    [`${n - 1} routers at once: all states decoded`, r.sync.together.wallMs, 'ms', 0],
+    [`${n - 1} routers at once: all synced`, r.sync.together.wallMs, 'ms', 0],
     [`${n - 1} routers at once: controller CPU per router`, r.sync.together.controllerCpuMs / Math.max(1, r.sync.together.n), 'ms', 1],
     [`${n - 1} routers at once: peak controller RSS`, r.sync.together.peakRssMb, 'MB', 0],
     ['the model kept between changes: tracked ids (heap, in-process) + the encoded state', (r.profile.trackedHeapMb ?? Number.NaN) + r.sync.first.stateBytes / 1024 / 1024, 'MB', 1],
@@ -1000,7 +1025,7 @@ function markdown(results: FabricScaleResult[]): string {
   for (const r of results) lines.push(...sizeSection(r));
   lines.push(
     'Everything runs on one machine over loopback: the scripted routers decode in the benchmark process, which shares the ' +
-      'two cores with the controller, so "all decoded" for many routers at once includes their decodes one after the other. ' +
+      'two cores with the controller, so "all synced" for many routers at once includes their decodes one after the other. ' +
       'Compare runs from the same machine.',
     '',
   );
@@ -1024,16 +1049,24 @@ function growthSentence(a: FabricScaleResult, b: FabricScaleResult): string {
   return (
     `**How it grows.** From ${a.size} to ${b.size} (${x(ids(a), ids(b))} identities) the full state grows ${x(a.sync.first.stateBytes, b.sync.first.stateBytes)} ` +
     `(${mib(a.sync.first.stateBytes)} → ${mib(b.sync.first.stateBytes)} MiB; ${share(b.profile.bytes.find((k) => k.kind === 'policy members: identities')?.bytes ?? 0, b.profile.totalBytes)} of it ` +
-    `at ${b.size} is the identity ids in service policy member lists, which grow ${x(a.profile.identityMemberIds, b.profile.identityMemberIds)}), and with it what ONE new router costs: ` +
-    `${ms(a.sync.newAfterChange.totalP50Ms)} → ${ms(b.sync.newAfterChange.totalP50Ms)} from the dial to a decoded state after a change ` +
+    `at ${b.size} is the identity ids in service policy member lists, which grow ${x(a.profile.identityMemberIds, b.profile.identityMemberIds)}). ` +
+    `The controller reads and encodes it for the first router (${ms(a.sync.first.totalMs)} → ${ms(b.sync.first.totalMs)} from its dial to a synced model, ` +
+    `controller CPU ${ms(a.sync.first.controllerCpuMs)} → ${ms(b.sync.first.controllerCpuMs)}, its event loop standing still up to ${ms(a.sync.first.stallMs)} → ${ms(b.sync.first.stallMs)}) ` +
+    `and keeps it across changes: ONE new router right after a change gets the kept state and the change sets since (up to ${f0(b.sync.newAfterChange.setsAfterStateMax)} at ${b.size}), ` +
+    `${ms(a.sync.newAfterChange.totalP50Ms)} → ${ms(b.sync.newAfterChange.totalP50Ms)} from the dial to a synced model ` +
     `(controller CPU ${ms(a.sync.newAfterChange.controllerCpuMeanMs)} → ${ms(b.sync.newAfterChange.controllerCpuMeanMs)}, its event loop standing still up to ` +
-    `${ms(b.sync.newAfterChange.stallMaxMs)} at ${b.size}), ${ms(a.sync.newCached.totalP50Ms)} → ${ms(b.sync.newCached.totalP50Ms)} while the encoded state is current; ` +
-    `controller RSS per connected router ${f0(a.sync.perRouterKiB)} → ${f0(b.sync.perRouterKiB)} KiB. A change fanned out to ${n} routers does not grow with the model: ` +
+    `${ms(b.sync.newAfterChange.stallMaxMs)} at ${b.size}), ${ms(a.sync.newCached.totalP50Ms)} → ${ms(b.sync.newCached.totalP50Ms)} while the model is unchanged; ` +
+    `most of that is the router's own decode of the state (${ms(b.sync.newAfterChange.decodeP50Ms)} at ${b.size}, in the benchmark process). ` +
+    `Controller RSS per connected router ${f0(a.sync.perRouterKiB)} → ${f0(b.sync.perRouterKiB)} KiB ` +
+    `(every router's state is written from the one shared buffer, a slice at a time as it reads). A change fanned out to ${n} routers does not grow with the model: ` +
     `one identity added to a policy is ${f0(pa.bytesPerRouter)} → ${f0(pb.bytesPerRouter)} bytes per router (${share(pb.bytesPerRouter ?? 0, b.sync.first.stateBytes)} of the ${b.size} full state), ` +
     `an identity's new attribute ${f0(ia.bytesPerRouter)} → ${f0(ib.bytesPerRouter)} bytes (its update and one membership event per policy it joins, ${f0(ia.events)} → ${f0(ib.events)} events), ` +
-    `and every router has it within one feed poll (${ms(pa.allP50Ms)} → ${ms(pb.allP50Ms)} p50 from the PATCH). The controller's CPU per change grows only with the size of the ` +
-    `policy the write touches: ${f1(pa.cpuP50Ms)} → ${f1(pb.cpuP50Ms)} ms for the one-attribute policy, ${f1(ra.cpuP50Ms)} → ${f1(rb.cpuP50Ms)} ms for renaming the \`#all\` policy ` +
-    `(no membership change; ${f1(pickWithout(b, 'all-policy-rename').cpuP50Ms)} ms with no router subscribed). Circuits/s with ${n} routers subscribed: ${f0(cb)}, against ${f0(ca)} without (${b.size}, ${b.settings.inFlight} in flight).`
+    `and every router has it within one feed poll (${ms(pa.allP50Ms)} → ${ms(pb.allP50Ms)} p50 from the PATCH). The controller's CPU per change ` +
+    `(p50 of ${b.settings.repeats}; whatever garbage collection falls into a change's window counts, so these move by several ms from run to run): ` +
+    `${f1(pa.cpuP50Ms)} → ${f1(pb.cpuP50Ms)} ms when a policy's identity roles change (its members compared: ${fmt(a.changes.target.policy.identityMembers)} → ${fmt(b.changes.target.policy.identityMembers)}), ` +
+    `${f1(ia.cpuP50Ms)} → ${f1(ib.cpuP50Ms)} ms for an identity's new attribute, ${f1(ra.cpuP50Ms)} → ${f1(rb.cpuP50Ms)} ms for renaming the \`#all\` policy ` +
+    `(${fmt(b.changes.target.allPolicy.identityMembers)} identities at ${b.size}, not compared: the rename leaves its roles as they were; ${f1(pickWithout(b, 'all-policy-rename').cpuP50Ms)} ms with no router subscribed). ` +
+    `Circuits/s with ${n} routers subscribed: ${f0(cb)}, against ${f0(ca)} without (${b.size}, ${b.settings.inFlight} in flight).`
   );
 }
 
@@ -1042,7 +1075,7 @@ function sizeSection(r: FabricScaleResult): string[] {
   const n = r.settings.routers;
   const fs = s.first;
   const syncRow = (what: string, x: SyncSummary) =>
-    `| ${what} | ${x.n} | ${f0(x.totalP50Ms)} / ${f0(x.totalMaxMs)} | ${f0(x.firstByteP50Ms)} | ${f0(x.transferP50Ms)} | ${f0(x.decodeP50Ms)} | ${kib(x.stateBytes)} | ${kib(x.bytesInP50)} | ${f1(x.controllerCpuMeanMs)} | ${f0(x.stallMaxMs)} |`;
+    `| ${what} | ${x.n} | ${f0(x.totalP50Ms)} / ${f0(x.totalMaxMs)} | ${f0(x.firstByteP50Ms)} | ${f0(x.transferP50Ms)} | ${f0(x.decodeP50Ms)} | ${kib(x.stateBytes)} | ${f0(x.setsAfterStateMax)} | ${kib(x.bytesInP50)} | ${f1(x.controllerCpuMeanMs)} | ${f0(x.stallMaxMs)} |`;
   const changeRows = (list: ChangeSummary[]) =>
     list.map(
       (x) =>
@@ -1066,20 +1099,22 @@ function sizeSection(r: FabricScaleResult): string[] {
     '',
     'Each scripted router dials (TLS, its own certificate), says hello, answers the server hello with a client hello that says it ' +
       'keeps the data model (header 1024), gets its API sessions and the public keys (a synthetic change set), then sends ' +
-      '`SubscribeToDataModelRequest` (index 0: a new router), reads the full `DataState` (content type 20500) and decodes it. ' +
-      'Times from the dial, p50 / max where there are several. "To first byte": the subscription → the first bytes after it (the ' +
-      'controller reads and encodes the state); "transfer": → the last byte of the DataState; "decode": the router\'s, in the ' +
-      'benchmark process (the first router also applies it to a model). "Stall": the longest answer to a ping (one every 10 ms) on ' +
-      'another router\'s channel from the dial until the DataState had arrived — how long the controller\'s event loop stood still.',
+      '`SubscribeToDataModelRequest` (index 0: a new router), reads the full `DataState` (content type 20500) and decodes it, then ' +
+      'applies the change sets that follow it up to the controller\'s index (the controller keeps the full state it read and sends ' +
+      'a new router the change sets since with it). Times from the dial, p50 / max where there are several. "Synced": the model is current. ' +
+      '"To first byte": the subscription → the first bytes after it (the controller reads and encodes the state, when it has none kept); ' +
+      '"transfer": → the last byte of the DataState; "decode": the router\'s, in the benchmark process (the first router also applies it ' +
+      'to a model), with the change sets after it. "Stall": the longest answer to a ping (one every 10 ms) on another router\'s channel ' +
+      'from the dial until the DataState had arrived — how long the controller\'s event loop stood still.',
     '',
-    '| Router(s) | n | dial → decoded ms | to first byte ms | transfer ms | decode ms | DataState KiB | received KiB | controller CPU ms per router | stall ms |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-    `| the first (the controller loads its model) | 1 | ${f0(fs.totalMs)} | ${f0(fs.firstByteMs)} | ${f0(fs.transferMs)} | ${f0(fs.decodeMs)} | ${kib(fs.stateBytes)} | ${kib(fs.bytesIn)} | ${f1(fs.controllerCpuMs)} | ${f0(fs.stallMs)} |`,
-    `| ${n - 1} more at once | ${s.together.n} | ${f0(s.together.totalP50Ms)} / ${f0(s.together.totalMaxMs)} | ${f0(s.together.firstByteP50Ms)} | ${f0(s.together.transferP50Ms)} | ${f0(s.together.decodeP50Ms)} | ${kib(s.together.stateBytes)} | ${kib(s.together.bytesInP50)} | ${f1(s.together.controllerCpuMs / Math.max(1, s.together.n))} | – |`,
-    syncRow('ONE new router, model unchanged (state cached)', s.newCached),
-    syncRow('ONE new router right after a change (state read and encoded again)', s.newAfterChange),
+    '| Router(s) | n | dial → synced ms | to first byte ms | transfer ms | decode ms | DataState KiB | change sets after it | received KiB | controller CPU ms per router | stall ms |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    `| the first (the controller loads its model) | 1 | ${f0(fs.totalMs)} | ${f0(fs.firstByteMs)} | ${f0(fs.transferMs)} | ${f0(fs.decodeMs)} | ${kib(fs.stateBytes)} | ${f0(fs.setsAfterState ?? 0)} | ${kib(fs.bytesIn)} | ${f1(fs.controllerCpuMs)} | ${f0(fs.stallMs)} |`,
+    `| ${n - 1} more at once | ${s.together.n} | ${f0(s.together.totalP50Ms)} / ${f0(s.together.totalMaxMs)} | ${f0(s.together.firstByteP50Ms)} | ${f0(s.together.transferP50Ms)} | ${f0(s.together.decodeP50Ms)} | ${kib(s.together.stateBytes)} | ${f0(s.together.setsAfterStateMax ?? 0)} | ${kib(s.together.bytesInP50)} | ${f1(s.together.controllerCpuMs / Math.max(1, s.together.n))} | – |`,
+    syncRow('ONE new router, model unchanged', s.newCached),
+    syncRow('ONE new router right after a change', s.newAfterChange),
     '',
-    `Full state: ${fmt(fs.events)} events, ${mib(fs.stateBytes)} MiB. The ${n - 1} at once: all decoded ${f0(s.together.wallMs)} ms after the first dial, ` +
+    `Full state: ${fmt(fs.events)} events, ${mib(fs.stateBytes)} MiB. The ${n - 1} at once: all synced ${f0(s.together.wallMs)} ms after the first dial, ` +
       `the last DataState fully received after ${f0(s.together.lastStateReceivedMs)} ms; controller CPU ${f0(s.together.controllerCpuMs)} ms in all; ` +
       `controller RSS peaked at ${s.together.peakRssMb.toFixed(0)} MB meanwhile (sampled every 100 ms).`,
     '',
@@ -1098,7 +1133,7 @@ function sizeSection(r: FabricScaleResult): string[] {
       `\`PATCH /service-policies/{id}\` with \`@${t.policyIdentity.name}\` added to its identityRoles (policy-add), then the roles restored (policy-remove). ` +
       `Identity \`${t.attrIdentity.name}\`: \`PATCH /identities/{id}\` with \`${t.attribute}\` added to its roleAttributes (identity-add), then restored (identity-remove). ` +
       `Policy \`${t.allPolicy.name}\` (\`#all\`, ${fmt(t.allPolicy.identityMembers)} identities): renamed and back (\`PATCH\` of its name; \`#all\` must be its only identity role): ` +
-      'no membership changes, but the controller compares the policy\'s old and new members on every write to it. ' +
+      'no membership changes (the controller compares a policy\'s members only in the role lists whose roles or semantic a write changed). ' +
       `Each ${r.settings.repeats}×, in turn. "→ all routers": from the PATCH until the last of the ${n} routers took the change set off its socket ` +
       '(the controller polls its change feed every 100 ms, so 0–100 ms of it is waiting for the poll); bytes: the change-set messages a router got ' +
       'up to the one with the change (every router gets the same). CPU: the controller\'s from the PATCH until every router had it + 20 ms, p50 / mean; ' +

@@ -33,7 +33,7 @@ import { HelloHeader } from './channel/hello.ts';
 import { CtrlContentType } from './proto/ctrl.ts';
 import { createServiceAccessCheck, type FabricAccess } from './service-access.ts';
 import type { JwtSigningKey } from '../pki/enrollment-jwt.ts';
-import { createSessionEventReader, readRouterApiSessions } from './store-events.ts';
+import { createSessionEventReader, feedHead, readRouterApiSessions, type SessionEvent } from './store-events.ts';
 import type { Db } from '../store/database.ts';
 import { prepare } from '../store/entity-table.ts';
 import { versionedValue } from '../store/table-versions.ts';
@@ -90,6 +90,8 @@ export interface RouterSession {
   connectedAt: Date;
   /** An edge router that has its API sessions: it gets every later change. */
   synced: boolean;
+  /** The change feed's head when its full API session state was read: it gets only session events above it. */
+  apiSessionsFrom: number;
 }
 
 /** Content types a router sends that only need a successful result here. */
@@ -149,6 +151,7 @@ export function createFabric(options: FabricOptions) {
       versionInfo: router.hello.versionInfo,
       connectedAt: new Date(),
       synced: false,
+      apiSessionsFrom: 0,
     };
     sessions.set(session.routerId, session);
     live.connected(session.routerId, session.connectionId, session.connectedAt, session.versionInfo, linkListenersOf(router));
@@ -236,8 +239,11 @@ export function createFabric(options: FabricOptions) {
     return list;
   }
 
+  /** Every API session, read with the feed's head in one transaction: later events above it go to the router. */
   function sendFullApiSessionState(session: RouterSession): void {
-    for (const msg of apiSessionFullState(routerApiSessions(), randomUUID())) session.channel.send(msg);
+    const { at, list } = db.transaction(() => ({ at: feedHead(db), list: routerApiSessions() })).deferred();
+    session.apiSessionsFrom = at;
+    for (const msg of apiSessionFullState(list, randomUUID())) session.channel.send(msg);
   }
 
   async function startEdgeSync(session: RouterSession): Promise<void> {
@@ -303,34 +309,59 @@ export function createFabric(options: FabricOptions) {
     if (unknown.length > 0) session.channel.send(apiSessionsRemoved(unknown));
   }
 
-  /** Tells synced edge routers what changed in the store since the last look. */
+  /**
+   * Tells synced edge routers what changed in the store since the last look: each router only the events above
+   * the feed position its full API session state was read at (it already has what came before). With no router
+   * connected the reader just keeps up with the feed: the first router's full state will hold all of it.
+   */
   function pushSessionChanges(): void {
-    if (sessions.size === 0) return;
-    const events = sessionEvents.poll();
+    if (sessions.size === 0) {
+      sessionEvents.skip();
+      return;
+    }
+    const { events, missed } = sessionEvents.poll();
     const targets = [...sessions.values()].filter((s) => s.synced && !s.channel.closed);
-    if (events.missed) {
+    if (missed) {
       for (const target of targets) sendFullApiSessionState(target);
       return;
     }
-    const messages = [];
-    if (events.apiSessionsAdded.length > 0) {
-      const added = routerApiSessions(events.apiSessionsAdded);
-      if (added.length > 0) messages.push(apiSessionsAdded(added));
-    }
-    const removed = events.apiSessionsRemoved.flatMap((id) => {
-      const token = pushedTokens.get(id);
-      pushedTokens.delete(id);
-      return token === undefined ? [] : [{ id, token }];
-    });
-    if (removed.length > 0) messages.push(apiSessionsRemoved(removed));
-    if (events.sessionsRemoved.length > 0) messages.push(sessionsRemoved(events.sessionsRemoved));
+    if (events.length === 0) return;
     // Circuits of ended sessions end here too (the routers close the SDK side).
-    const endedSessions = new Set(events.sessionsRemoved);
-    const endedApiSessions = new Set(events.apiSessionsRemoved);
+    const endedSessions = new Set(events.filter((e) => e.kind === 'sessionRemoved').map((e) => e.id));
+    const endedApiSessions = new Set(events.filter((e) => e.kind === 'apiSessionRemoved').map((e) => e.id));
     if (endedSessions.size + endedApiSessions.size > 0) {
       edgeRequests.endCircuitsWhere((c) => endedSessions.has(c.sessionId) || endedApiSessions.has(c.apiSessionId), 'session ended');
     }
-    for (const target of targets) for (const msg of messages) target.channel.send(msg);
+    // The tokens of removed sessions, taken once (a router that never had a session is told nothing of it).
+    const removedTokens = new Map<string, string>();
+    for (const e of events) {
+      if (e.kind !== 'apiSessionRemoved') continue;
+      const token = pushedTokens.get(e.id);
+      pushedTokens.delete(e.id);
+      if (token !== undefined) removedTokens.set(e.id, token);
+    }
+    if (targets.length === 0) return;
+    const addedIds = events.filter((e) => e.kind === 'apiSessionAdded').map((e) => e.id);
+    const added = new Map(addedIds.length > 0 ? routerApiSessions(addedIds).map((a) => [a.id, a]) : []);
+    /** The messages for a tail of the events (most routers get them all: one list, built once, for all of them). */
+    const messagesFrom = (tail: readonly SessionEvent[]): ChannelMessage[] => {
+      const out: ChannelMessage[] = [];
+      const adds = tail.flatMap((e) => (e.kind === 'apiSessionAdded' && added.has(e.id) ? [added.get(e.id)!] : []));
+      if (adds.length > 0) out.push(apiSessionsAdded(adds));
+      const removes = tail.flatMap((e) => (e.kind === 'apiSessionRemoved' && removedTokens.has(e.id) ? [{ id: e.id, token: removedTokens.get(e.id)! }] : []));
+      if (removes.length > 0) out.push(apiSessionsRemoved(removes));
+      const ended = tail.flatMap((e) => (e.kind === 'sessionRemoved' ? [e.id] : []));
+      if (ended.length > 0) out.push(sessionsRemoved(ended));
+      return out;
+    };
+    const byFirst = new Map<number, ChannelMessage[]>();
+    for (const target of targets) {
+      let first = events.findIndex((e) => e.seq > target.apiSessionsFrom);
+      if (first < 0) first = events.length;
+      let messages = byFirst.get(first);
+      if (!messages) byFirst.set(first, (messages = messagesFrom(events.slice(first))));
+      for (const msg of messages) target.channel.send(msg);
+    }
   }
   const pollTimer = setInterval(() => {
     try {

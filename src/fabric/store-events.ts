@@ -40,41 +40,59 @@ export function readRouterApiSessions(db: Db, seal: TokenSeal, ids?: readonly st
   return out;
 }
 
+/** One session row of the feed: an API session created or ended, or a service session ended. */
+export interface SessionEvent {
+  seq: number;
+  kind: 'apiSessionAdded' | 'apiSessionRemoved' | 'sessionRemoved';
+  id: string;
+}
+
 export interface SessionEvents {
-  /** API sessions created (ids) and ended (ids), in feed order; `missed` when rows were trimmed unread. */
-  apiSessionsAdded: string[];
-  apiSessionsRemoved: string[];
-  sessionsRemoved: string[];
+  /** In feed order. */
+  events: SessionEvent[];
+  /** Rows were trimmed unread: routers need the full API session state again. */
   missed: boolean;
 }
 
-/** A reader of the change feed's session rows, starting at the feed's head. */
+/** The change feed's newest seq: what a read of the API sessions in the same transaction includes. */
+export function feedHead(db: Db): number {
+  return (prepare(db, 'SELECT COALESCE(MAX(seq), 0) FROM change_feed').pluck().get() as number) ?? 0;
+}
+
+/**
+ * A reader of the change feed's session rows, starting at the feed's head. Whoever sends a router the full API
+ * session state notes the feed's head read with it (`feedHead`), and sends that router only events above it: the
+ * reader itself may lag behind (it is polled), and the full state already holds what came before.
+ */
 export function createSessionEventReader(db: Db) {
-  const head = () => (prepare(db, 'SELECT COALESCE(MAX(seq), 0) FROM change_feed').pluck().get() as number) ?? 0;
-  let position = head();
+  let position = feedHead(db);
 
   /** Everything since the last call. */
   function poll(): SessionEvents {
-    const events: SessionEvents = { apiSessionsAdded: [], apiSessionsRemoved: [], sessionsRemoved: [], missed: false };
+    const out: SessionEvents = { events: [], missed: false };
     const trimmed = prepare(db, 'SELECT trimmed_through FROM change_feed_trim WHERE id = 1').pluck().get() as number | undefined;
     if (trimmed !== undefined && trimmed > position) {
-      events.missed = true;
-      position = head();
-      return events;
+      out.missed = true;
+      position = feedHead(db);
+      return out;
     }
     // Up to the head read first, so rows of other kinds are passed over once, not at every poll.
-    const top = head();
-    if (top <= position) return events;
-    const sql = "SELECT kind, entity_id, op FROM change_feed WHERE seq > ? AND seq <= ? AND kind IN ('apiSession', 'session') ORDER BY seq";
-    const rows = prepare(db, sql).all(position, top) as Array<{ kind: string; entity_id: string; op: string }>;
+    const top = feedHead(db);
+    if (top <= position) return out;
+    const sql = "SELECT seq, kind, entity_id, op FROM change_feed WHERE seq > ? AND seq <= ? AND kind IN ('apiSession', 'session') ORDER BY seq";
+    const rows = prepare(db, sql).all(position, top) as Array<{ seq: number; kind: string; entity_id: string; op: string }>;
     position = top;
     for (const row of rows) {
-      if (row.kind === 'session') events.sessionsRemoved.push(row.entity_id);
-      else if (row.op === 'remove') events.apiSessionsRemoved.push(row.entity_id);
-      else events.apiSessionsAdded.push(row.entity_id);
+      const kind = row.kind === 'session' ? 'sessionRemoved' : row.op === 'remove' ? 'apiSessionRemoved' : 'apiSessionAdded';
+      out.events.push({ seq: row.seq, kind, id: row.entity_id });
     }
-    return events;
+    return out;
   }
 
-  return { poll };
+  /** Passes over everything up to the head unread (no router would get it). */
+  function skip(): void {
+    position = feedHead(db);
+  }
+
+  return { poll, skip };
 }

@@ -2,7 +2,8 @@
  * The router data model over a real control channel, driven by a scripted router: a subscription gets the full
  * state with what REST created (configs, services, identities, posture checks, service policies and their
  * members, the signing key), REST writes arrive as change sets in index order with the events they cause, a
- * renewal changes nothing, and a router that comes back with the index it had gets only what it missed. Also the
+ * renewal changes nothing, a router that comes back with the index it had gets only what it missed, and a new router
+ * after changes gets the full state kept from before them with the change sets since. Also the
  * terminators a router's own tunneler asks for (the services its Router identity may bind).
  */
 import { describe, it } from 'node:test';
@@ -23,6 +24,8 @@ interface Subscribed {
   conn: TestRouterConnection;
   model: SimRouter;
   subscriptionId: string;
+  /** The index of the full state it got (the change sets after it are applied). */
+  stateIndex: bigint;
 }
 
 function subscribe(conn: TestRouterConnection, request: { subscriptionId: string; currentIndex?: bigint; renew?: boolean; timelineId?: string }): void {
@@ -39,7 +42,29 @@ async function subscribedRouter(credentials?: RouterCredentials): Promise<Subscr
   assert.equal(state.subscriptionId, subscriptionId);
   const model = new SimRouter();
   model.receive(state);
-  return { router, conn, model, subscriptionId };
+  const s = { router, conn, model, subscriptionId, stateIndex: state.state.endIndex };
+  await catchUp(s);
+  return s;
+}
+
+/**
+ * Applies the change sets that follow a full state at once (the controller keeps the full state it read and sends
+ * the changes since with it): until none has come for a moment.
+ */
+async function catchUp(s: Subscribed): Promise<DataStateChangeSet[]> {
+  const sets: DataStateChangeSet[] = [];
+  for (;;) {
+    let msg;
+    try {
+      msg = await s.conn.next((m) => m.contentType === EdgeContentType.DataStateChangeSet && !decode('edge.DataState.ChangeSet', m.body).isSynthetic, 300);
+    } catch {
+      return sets;
+    }
+    const got = decodeReceived(msg);
+    assert.ok(got.type === 'changes' && got.subscriptionId === s.subscriptionId);
+    s.model.receive(got);
+    sets.push(got.set);
+  }
 }
 
 /** Reads change sets (applying them) until `done` holds; returns them. */
@@ -164,6 +189,25 @@ describe('router data model over the control channel', () => {
     await assert.rejects(conn.nextOf(EdgeContentType.DataState, 300), 'no full state');
     assert.deepEqual(back.model.snapshot(), (await freshModel()).snapshot());
     conn.close();
+  });
+
+  it('gives a router that subscribes after changes the kept full state and the change sets since, to the same model', async () => {
+    const s = await subscribedRouter();
+    const tag = uniqueName('kept');
+    const identity = await createRecord(tc.mgmt, '/identities', { name: uniqueName('id'), type: 'User', isAdmin: false, roleAttributes: [tag] });
+    const policy = await createRecord(tc.mgmt, '/service-policies', { name: uniqueName('sp'), type: 'Dial', semantic: 'AnyOf', identityRoles: [`#${tag}`], serviceRoles: [] });
+    await changesUntil(s, (m) => m.policies.get(policy)?.identities.has(identity) === true, 'the identity in the new policy');
+    const renamed = uniqueName('sp-renamed');
+    assert.equal((await tc.mgmt.patch(`/service-policies/${policy}`, { name: renamed })).status, 200);
+    await changesUntil(s, (m) => m.policies.get(policy)!.name === renamed, 'the rename');
+
+    const late = await subscribedRouter();
+    assert.ok(late.stateIndex < late.model.index, 'the full state read before the changes, then the change sets since');
+    assert.equal(late.model.index, s.model.index);
+    assert.equal(late.model.gaps, 0);
+    assert.deepEqual(late.model.snapshot(), s.model.snapshot());
+    s.conn.close();
+    late.conn.close();
   });
 
   it('sends the full state to a router whose model comes from another timeline', async () => {

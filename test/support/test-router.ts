@@ -16,11 +16,14 @@ import {
   MessageDecoder,
   boolValue,
   encodeMessage,
+  int32Value,
   message,
   replyFor,
   stringValue,
   type ChannelMessage,
 } from '../../src/fabric/channel/message.ts';
+import { encode } from '../../src/fabric/proto/index.ts';
+import { EdgeContentType, EdgeHeader } from '../../src/fabric/proto/edge-ctrl.ts';
 
 export interface RouterCredentials {
   id: string;
@@ -182,6 +185,25 @@ export async function connectRouter(tc: TestController, router: RouterCredential
   conn.send(hello);
   const result = await conn.nextOf(ChannelContentType.Result);
   return { conn, result };
+}
+
+/** The client hello an upstream edge router answers the server hello with (its edge listener on `port`). */
+export function clientHelloBody(port: number): Buffer {
+  return encode('edge.ClientHello', {
+    version: 'v2.0.0-pre3',
+    hostname: 'router.test',
+    protocols: ['tls'],
+    protocolPorts: [String(port)],
+    listeners: [{ address: { value: `tls:0.0.0.0:${port}`, protocol: 'tls', hostname: '0.0.0.0', port }, advertise: { value: `tls:router.test:${port}`, protocol: 'tls', hostname: 'router.test', port } }],
+  });
+}
+
+/** Waits for the server hello and answers it as an upstream edge router does (optionally keeping the data model). */
+export async function answerServerHello(conn: TestRouterConnection, opts: { port?: number; dataModel?: boolean } = {}): Promise<void> {
+  const hello = await conn.nextOf(EdgeContentType.ServerHello);
+  const reply = message(EdgeContentType.ClientHello, clientHelloBody(opts.port ?? 3022), opts.dataModel ? [[EdgeHeader.RouterDataModel, boolValue(true)]] : []);
+  reply.headers.set(ChannelHeader.ReplyFor, int32Value(hello.sequence));
+  conn.send(reply);
 }
 
 /** Polls `probe` until it returns true (or fails the test after `timeoutMs`). */

@@ -9,6 +9,12 @@
  *
  * Anything that breaks the framing closes this one connection; a handler that throws is logged and the
  * connection goes on (a bad protobuf body from a router is its own problem, not the controller's).
+ *
+ * A large body (the data model's full state, tens of MB on a large network, the same bytes for every router) is
+ * written from the caller's buffer in slices, the next one only once the stream has drained (`write` returned
+ * false: wait for 'drain'), so it is never copied per channel and what a channel holds of it stays about one
+ * slice; messages sent meanwhile wait behind it in order in an outbox. Other messages are small and go to the
+ * stream at once, as the stream buffers them.
  */
 import { EventEmitter } from 'node:events';
 import type { Duplex } from 'node:stream';
@@ -20,6 +26,7 @@ import {
   asReplyTo,
   boolValue,
   encodeMessage,
+  encodeMessageHead,
   message,
   readUint64,
   replyFor,
@@ -31,8 +38,20 @@ import {
 /** After the hello: no single message may exceed these (a full data model for a large network fits). */
 export const CHANNEL_LIMITS: DecoderLimits = { maxHeaders: 1 << 20, maxBody: 64 << 20 };
 
-/** Bytes queued for a peer beyond which it counts as gone. */
+/** Bytes queued for a peer beyond which it counts as gone (large bodies shared with other channels not counted). */
 const MAX_UNSENT_BYTES = 256 << 20;
+
+/** Bodies of at least this many bytes are written from the caller's buffer, in slices, never copied. */
+export const SHARED_BODY_BYTES = 256 << 10;
+
+/** A shared body is written this much at a time: what one channel has of it in the stream at most. */
+export const BODY_SLICE_BYTES = 64 << 10;
+
+/** Bytes waiting in the outbox: `owned` ones were encoded for this channel, the others (a large body) the caller's. */
+interface Outgoing {
+  bytes: Buffer;
+  owned: boolean;
+}
 
 export interface ChannelTimings {
   /** How often the controller sends its own heartbeat. */
@@ -70,6 +89,13 @@ export class ControlChannel extends EventEmitter<{ close: [reason: string] }> {
   private lastReceivedAt = Date.now();
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private closedReason: string | undefined;
+  /** Messages not yet handed to the stream, in order; `outboxOffset` bytes of the first one are written. */
+  private readonly outbox: Outgoing[] = [];
+  private outboxOffset = 0;
+  /** Bytes of `owned` entries in the outbox. */
+  private outboxOwned = 0;
+  /** Since when a large body has waited for the stream to drain; undefined while it is not waiting. */
+  private blockedSince: number | undefined;
 
   constructor(
     private readonly stream: Duplex,
@@ -98,15 +124,73 @@ export class ControlChannel extends EventEmitter<{ close: [reason: string] }> {
     return this;
   }
 
-  /** Sends without waiting; returns the sequence used. False writes (closed channel) are dropped. */
+  /**
+   * Sends without waiting (after what is already waiting); returns the sequence used. Sends on a closed channel
+   * are dropped. A body of SHARED_BODY_BYTES or more must not change until it is written: it is not copied.
+   */
   send(msg: ChannelMessage): number {
     if (this.closed) return -1;
     msg.sequence = this.nextSequence++;
     if (this.nextSequence > 0x7fffffff) this.nextSequence = 1;
-    this.stream.write(encodeMessage(msg));
+    if (msg.body.length >= SHARED_BODY_BYTES) {
+      this.enqueue({ bytes: encodeMessageHead(msg), owned: true });
+      this.enqueue({ bytes: msg.body, owned: false });
+      this.flush();
+    } else if (this.outbox.length === 0) {
+      this.stream.write(encodeMessage(msg));
+    } else {
+      this.enqueue({ bytes: encodeMessage(msg), owned: true });
+    }
     // A peer that stops reading must not make the controller buffer without bound.
-    if (this.stream.writableLength > MAX_UNSENT_BYTES) this.close(`peer is not reading (${this.stream.writableLength} bytes unsent)`);
+    const unsent = this.stream.writableLength + this.outboxOwned;
+    if (unsent > MAX_UNSENT_BYTES) this.close(`peer is not reading (${unsent} bytes unsent)`);
     return msg.sequence;
+  }
+
+  /** Bytes sent but not yet taken by the stream (a shared body counts with what is left of it). */
+  get pendingBytes(): number {
+    let n = this.stream.writableLength - this.outboxOffset;
+    for (const o of this.outbox) n += o.bytes.length;
+    return n;
+  }
+
+  private enqueue(out: Outgoing): void {
+    this.outbox.push(out);
+    if (out.owned) this.outboxOwned += out.bytes.length;
+  }
+
+  /** Hands the outbox to the stream: small entries at once, a large body a slice per drained stream. */
+  private flush(): void {
+    while (this.outbox.length > 0 && this.blockedSince === undefined && !this.closed) {
+      const first = this.outbox[0]!;
+      if (first.owned) {
+        this.outbox.shift();
+        this.outboxOwned -= first.bytes.length;
+        this.stream.write(first.bytes);
+        continue;
+      }
+      if (this.stream.writableNeedDrain) {
+        this.awaitDrain();
+        return;
+      }
+      const end = Math.min(first.bytes.length, this.outboxOffset + BODY_SLICE_BYTES);
+      const slice = first.bytes.subarray(this.outboxOffset, end);
+      if (end === first.bytes.length) {
+        this.outbox.shift();
+        this.outboxOffset = 0;
+      } else {
+        this.outboxOffset = end;
+      }
+      this.stream.write(slice);
+    }
+  }
+
+  private awaitDrain(): void {
+    this.blockedSince = Date.now();
+    this.stream.once('drain', () => {
+      this.blockedSince = undefined;
+      this.flush();
+    });
   }
 
   /** Sends `msg` as the reply to `request`. */
@@ -143,6 +227,8 @@ export class ControlChannel extends EventEmitter<{ close: [reason: string] }> {
       waiter.reject(new ChannelClosedError(reason));
     }
     this.waiters.clear();
+    this.outbox.length = 0;
+    this.outboxOwned = 0;
     this.stream.destroy();
     this.emit('close', reason);
   }
@@ -201,6 +287,11 @@ export class ControlChannel extends EventEmitter<{ close: [reason: string] }> {
     if (this.closed) return;
     if (Date.now() - this.lastReceivedAt > this.timings.unresponsiveMs) {
       this.close(`no message for ${this.timings.unresponsiveMs} ms`);
+      return;
+    }
+    // A peer that keeps sending but takes nothing holds what waits for it (a shared full state included).
+    if (this.blockedSince !== undefined && Date.now() - this.blockedSince > this.timings.unresponsiveMs) {
+      this.close(`peer took nothing for ${this.timings.unresponsiveMs} ms (${this.pendingBytes} bytes unsent)`);
       return;
     }
     this.send(message(ChannelContentType.Heartbeat, Buffer.alloc(0), [[ChannelHeader.Heartbeat, uint64Value(BigInt(Date.now()) * 1_000_000n)]]));

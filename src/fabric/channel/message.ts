@@ -55,9 +55,22 @@ export function message(contentType: number, body: Buffer | string = Buffer.allo
 }
 
 export function encodeMessage(msg: ChannelMessage): Buffer {
+  return encodeInto(msg, msg.body.length);
+}
+
+/**
+ * The bytes of a message up to its body (prefix and headers): a large body that many channels share is written
+ * after them as it is, never copied into one buffer per channel.
+ */
+export function encodeMessageHead(msg: ChannelMessage): Buffer {
+  return encodeInto(msg, 0);
+}
+
+/** Prefix, headers and the first `bodyBytes` of the body. */
+function encodeInto(msg: ChannelMessage, bodyBytes: number): Buffer {
   let headersLength = 0;
   for (const value of msg.headers.values()) headersLength += 8 + value.length;
-  const out = Buffer.allocUnsafe(PREFIX_LENGTH + headersLength + msg.body.length);
+  const out = Buffer.allocUnsafe(PREFIX_LENGTH + headersLength + bodyBytes);
   MAGIC.copy(out, 0);
   out.writeInt32LE(msg.contentType, 4);
   out.writeInt32LE(msg.sequence, 8);
@@ -70,7 +83,7 @@ export function encodeMessage(msg: ChannelMessage): Buffer {
     value.copy(out, at + 8);
     at += 8 + value.length;
   }
-  msg.body.copy(out, at);
+  if (bodyBytes > 0) msg.body.copy(out, at, 0, bodyBytes);
   return out;
 }
 

@@ -8,7 +8,9 @@
  * (Create when routers do not have it yet, Update when they do, Delete when it is gone), and membership is
  * compared with what routers were told (`TrackedModel`), so a ServicePolicyChange names exactly the members that
  * came or went. The work is proportional to what the rows name: one re-read per entity, and for an entity whose
- * roles changed one look at each service policy; for a policy, its old and new members.
+ * roles changed one look at each service policy; for a policy, its old and new members in each role list whose
+ * semantic or roles changed, and none at all when the write left them as they were (a rename of a policy over
+ * 100k identities costs what renaming any other costs).
  *
  * Order inside a change set, so each event finds what it refers to on the router: creates and updates (config
  * types, configs, identities, services, posture checks, service policies), then membership removals and
@@ -18,7 +20,7 @@
 import type { Db } from '../../store/database.ts';
 import { DataStateAction, PublicKeyFormat, PublicKeyUsage, ServicePolicyRelatedEntityType } from '../proto/edge-ctrl.ts';
 import type { MemberField, ModelEvent, PolicyMembers, PolicyMembership, TrackedModel } from './full-state.ts';
-import { readCaKey, readConfig, readConfigType, readIdentity, readPostureCheck, readService, readServicePolicy } from './model-store.ts';
+import { readCaKey, readConfig, readConfigType, readIdentity, readPolicyRoleKeys, readPostureCheck, readService, readServicePolicy } from './model-store.ts';
 
 export interface FeedRow {
   seq: number;
@@ -54,7 +56,7 @@ export type BatchResult =
 
 type EntityKind = 'identity' | 'service' | 'postureCheck';
 
-const memberOf: Record<EntityKind, { members: keyof PolicyMembers; field: MemberField; type: ServicePolicyRelatedEntityType }> = {
+const memberOf: Record<EntityKind, { members: 'services' | 'postureChecks' | 'identities'; field: MemberField; type: ServicePolicyRelatedEntityType }> = {
   service: { members: 'services', field: 'serviceRoles', type: ServicePolicyRelatedEntityType.RelatedService },
   postureCheck: { members: 'postureChecks', field: 'postureCheckRoles', type: ServicePolicyRelatedEntityType.RelatedPostureCheck },
   identity: { members: 'identities', field: 'identityRoles', type: ServicePolicyRelatedEntityType.RelatedIdentity },
@@ -221,14 +223,29 @@ export function createChangeSetBuilder(options: ChangeSetBuilderOptions) {
       let members = tracked.policies.get(id);
       upserts.push({ action: members ? DataStateAction.Update : DataStateAction.Create, servicePolicy });
       if (!members) tracked.policies.set(id, (members = { services: new Set(), postureChecks: new Set(), identities: new Set() }));
+      const roleKeys = readPolicyRoleKeys(db, id);
       for (const kind of MEMBER_ORDER) {
         const { members: key, field } = memberOf[kind];
+        // Same semantic and roles as when the members were last compared: entities named in this batch are
+        // compared above; no other member can have come or gone.
+        if (roleKeys && members.roleKeys && roleKeys[field] === members.roleKeys[field]) continue;
         const before = members[key];
         const after = membership.membersOf(id, field);
-        for (const m of before) if (!after.has(m)) membershipChanges.note(id, kind, m, false);
-        for (const m of after) if (!before.has(m)) membershipChanges.note(id, kind, m, true);
-        members[key] = new Set(after);
+        const left: string[] = [];
+        const joined: string[] = [];
+        for (const m of before) if (!after.has(m)) left.push(m);
+        for (const m of after) if (!before.has(m)) joined.push(m);
+        for (const m of left) {
+          before.delete(m);
+          membershipChanges.note(id, kind, m, false);
+        }
+        for (const m of joined) {
+          before.add(m);
+          membershipChanges.note(id, kind, m, true);
+        }
       }
+      if (roleKeys) members.roleKeys = roleKeys;
+      else delete members.roleKeys;
     }
 
     for (const id of cas) {

@@ -6,12 +6,14 @@
  * when there are some), then the public keys (marked synthetic): the controller's own, then the third-party CAs.
  *
  * The same read gives what a change-set builder starts from (`TrackedModel`): which entities routers have and
- * which members each service policy has, so later changes are sent as differences.
+ * which members each service policy has (and the role lists that chose them), so later changes are sent as
+ * differences.
  */
 import type { Db } from '../../store/database.ts';
 import type { ProtoInput } from '../proto/index.ts';
 import { DataStateAction, ServicePolicyRelatedEntityType, type DataStateEvent } from '../proto/edge-ctrl.ts';
 import {
+  readAllPolicyRoleKeys,
   readCaKeys,
   readConfigTypes,
   readConfigs,
@@ -19,6 +21,7 @@ import {
   readPostureChecks,
   readServicePolicies,
   readServices,
+  type PolicyRoleKeys,
 } from './model-store.ts';
 
 export type ModelEvent = ProtoInput<DataStateEvent>;
@@ -35,6 +38,8 @@ export interface PolicyMembers {
   services: Set<string>;
   postureChecks: Set<string>;
   identities: Set<string>;
+  /** The role lists these members were chosen by (undefined: unknown, compare the members). */
+  roleKeys?: PolicyRoleKeys;
 }
 
 /** What routers were last told: entity ids by kind, each policy's members, the CA keys (CA id → kid). */
@@ -99,12 +104,14 @@ export function readFullModel(db: Db, membership: PolicyMembership, controllerKe
     tracked.postureChecks.add(postureCheck.id!);
     events.push({ action: create, postureCheck });
   }
+  const roleKeys = readAllPolicyRoleKeys(db);
   for (const servicePolicy of readServicePolicies(db)) {
     const id = servicePolicy.id!;
     const members: PolicyMembers = {
       services: new Set(membership.membersOf(id, 'serviceRoles')),
       postureChecks: new Set(membership.membersOf(id, 'postureCheckRoles')),
       identities: new Set(membership.membersOf(id, 'identityRoles')),
+      ...(roleKeys.has(id) ? { roleKeys: roleKeys.get(id)! } : {}),
     };
     tracked.policies.set(id, members);
     events.push({ action: create, servicePolicy });

@@ -281,6 +281,44 @@ export function readServicePolicies(db: Db): ServicePolicyModel[] {
   return (prepare(db, 'SELECT id, name, policy_type FROM service_policies ORDER BY id').all() as ServicePolicyRow[]).map(servicePolicyModel);
 }
 
+/**
+ * What decides the members of each role list of a service policy, as stored: its semantic and the list (stored
+ * sorted and de-duplicated). While they stay the same, a write to the policy cannot change its members; only the
+ * entities coming, going or changing roles can (a change set handles those one entity at a time).
+ */
+export interface PolicyRoleKeys {
+  identityRoles: string;
+  serviceRoles: string;
+  postureCheckRoles: string;
+}
+
+interface PolicyRolesRow {
+  id: string;
+  semantic: string;
+  identity_roles: string;
+  service_roles: string;
+  posture_check_roles: string;
+}
+
+const POLICY_ROLES_COLUMNS = 'id, semantic, identity_roles, service_roles, posture_check_roles';
+
+function roleKeys(row: PolicyRolesRow): PolicyRoleKeys {
+  return {
+    identityRoles: `${row.semantic} ${row.identity_roles}`,
+    serviceRoles: `${row.semantic} ${row.service_roles}`,
+    postureCheckRoles: `${row.semantic} ${row.posture_check_roles}`,
+  };
+}
+
+export function readPolicyRoleKeys(db: Db, id: string): PolicyRoleKeys | undefined {
+  const row = prepare(db, `SELECT ${POLICY_ROLES_COLUMNS} FROM service_policies WHERE id = ?`).get(id) as PolicyRolesRow | undefined;
+  return row && roleKeys(row);
+}
+
+export function readAllPolicyRoleKeys(db: Db): Map<string, PolicyRoleKeys> {
+  return new Map((prepare(db, `SELECT ${POLICY_ROLES_COLUMNS} FROM service_policies`).all() as PolicyRolesRow[]).map((r) => [r.id, roleKeys(r)]));
+}
+
 // ---- third-party CAs ---------------------------------------------------------------------------------------
 
 /** A CA's certificate as a public key routers validate client certificates with (its first certificate). */

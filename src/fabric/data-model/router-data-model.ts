@@ -13,6 +13,14 @@
  *   in one read transaction with the access index brought up to the same point, so entities, members and index
  *   agree. A rebuild of the access index elsewhere (feed row `all`) or rows trimmed before they were read restart
  *   the model: every subscribed router gets the full state again.
+ * - The full state is one DataState message: an upstream router builds a new model from each one it gets and
+ *   replaces its own with it (router/state/dataState.go), so it cannot be split into several. Its encoded body is
+ *   kept with the change sets made since it was read, shared by every router (the channel writes it from that one
+ *   buffer, a slice at a time as the router reads). A router that needs the full state gets it at the index it was
+ *   read at, then those change sets, as any router behind would: it ends at the current model without the store
+ *   being read again. The state is read again, at the next router that needs it, only once those change sets weigh
+ *   more than a share of it (REPLAY_SHARE, at least REPLAY_MIN_BYTES): a change costs the next new router a few
+ *   bytes, not a rebuild.
  * - Subscriptions as upstream's rtx.go handles them (subscriptions.ts); CurrentIndexMessage every 30 s when the
  *   index moved since the last one a router got.
  * - With no subscription for 10 minutes the model is dropped (the next subscription starts it again).
@@ -61,18 +69,36 @@ export interface RouterDataModelOptions {
   indexIntervalMs?: number;
   /** How long the model is kept without any subscription. */
   idleReleaseMs?: number;
+  /** The kept full state is read again once the change sets since it weigh more than this share of it... */
+  replayShare?: number;
+  /** ... and more than this many bytes. */
+  replayMinBytes?: number;
 }
+
+/** Defaults of `replayShare` and `replayMinBytes`. */
+export const REPLAY_SHARE = 1 / 8;
+export const REPLAY_MIN_BYTES = 64 * 1024;
 
 /** Sends one message to a router (its control channel). */
 export type RouterSend = (msg: ChannelMessage) => void;
+
+/** An encoded full state and what changed since it was read. */
+interface KeptFullState {
+  index: bigint;
+  body: Buffer;
+  events: number;
+  /** The change sets after `index`, in order, up to the current index. */
+  since: BufferedChangeSet[];
+  sinceBytes: number;
+}
 
 interface ModelState {
   builder: ChangeSetBuilder;
   buffer: ChangeSetBuffer;
   /** Highest feed seq read. */
   position: number;
-  /** The encoded full state at the buffer's current index, while it is current. */
-  full?: { index: bigint; body: Buffer; events: number };
+  /** The kept full state, until the change sets since it grow too large. */
+  full?: KeptFullState;
 }
 
 const KIND_LIST = MODEL_FEED_KINDS.map((k) => `'${k}'`).join(', ');
@@ -82,6 +108,8 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
   const now = options.now ?? Date.now;
   const indexIntervalMs = options.indexIntervalMs ?? 30_000;
   const idleReleaseMs = options.idleReleaseMs ?? 10 * 60_000;
+  const replayShare = options.replayShare ?? REPLAY_SHARE;
+  const replayMinBytes = options.replayMinBytes ?? REPLAY_MIN_BYTES;
   const subscriptions = createSubscriptions(timelineId);
   const senders = new Map<string, RouterSend>();
   let state: ModelState | undefined;
@@ -109,12 +137,12 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
     const full = readFullModel(db, access.membership(), options.controllerKeys);
     const index = BigInt(at);
     const body = encode('edge.DataState', { events: full.events, endIndex: index, timelineId });
-    log.info({ index: String(index), events: full.events.length }, 'router data model loaded');
+    log.info({ index: String(index), events: full.events.length, bytes: body.length }, 'router data model loaded');
     return {
       builder: createChangeSetBuilder({ db, membership: () => access.membership(), tracked: full.tracked }),
       buffer: createChangeSetBuffer(index, options.buffer),
       position: at,
-      full: { index, body, events: full.events.length },
+      full: { index, body, events: full.events.length, since: [], sinceBytes: 0 },
     };
   }
 
@@ -155,18 +183,32 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
       at: now(),
     };
     s.buffer.add(set);
-    s.full = undefined;
+    keepWithFullState(s, set);
     log.debug({ index: String(set.index), events: result.changes.length }, 'router data model changed');
     return 'moved';
   }
 
-  /** The full state at the current index (inside a view, after `advance`). */
-  function fullState(s: ModelState): { index: bigint; body: Buffer; events: number } {
-    if (s.full && s.full.index === s.buffer.current) return s.full;
+  /** A new change set goes with the kept full state; past the share, the state is dropped (read at next need). */
+  function keepWithFullState(s: ModelState, set: BufferedChangeSet): void {
+    const full = s.full;
+    if (!full) return;
+    full.since.push(set);
+    full.sinceBytes += set.changes.length;
+    if (full.sinceBytes > Math.max(replayMinBytes, full.body.length * replayShare)) {
+      log.debug({ index: String(full.index), sets: full.since.length, bytes: full.sinceBytes }, 'router data model: kept full state dropped, changes since outweigh it');
+      s.full = undefined;
+    }
+  }
+
+  /** The kept full state, or one read now at the current index (inside a view, after `advance`). */
+  function fullState(s: ModelState): KeptFullState {
+    if (s.full) return s.full;
     access.catchUp();
     const full = readFullModel(db, access.membership(), options.controllerKeys);
     const index = s.buffer.current;
-    s.full = { index, body: encode('edge.DataState', { events: full.events, endIndex: index, timelineId }), events: full.events.length };
+    const body = encode('edge.DataState', { events: full.events, endIndex: index, timelineId });
+    log.info({ index: String(index), events: full.events.length, bytes: body.length }, 'router data model: full state read again');
+    s.full = { index, body, events: full.events.length, since: [], sinceBytes: 0 };
     return s.full;
   }
 
@@ -183,10 +225,18 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
     if (plan.kind === 'none') return;
     if (plan.kind === 'full') {
       const full = fullState(s);
+      // The body is shared by every router it goes to: the channel writes it as it is.
       send(message(EdgeContentType.DataState, full.body, [[EdgeHeader.RouterDataModelSubscriptionId, stringValue(sub.subscriptionId)]]));
-      log.info({ routerId: sub.routerId, index: String(full.index), events: full.events, routerIndex: String(sub.index) }, 'router data model: full state sent');
+      log.info(
+        { routerId: sub.routerId, index: String(full.index), events: full.events, changeSetsAfter: full.since.length, routerIndex: String(sub.index) },
+        'router data model: full state sent',
+      );
       sub.index = full.index;
       sub.timelineId = timelineId;
+      for (const set of full.since) {
+        send(changeSetMessage(set, sub.index, sub.subscriptionId));
+        sub.index = set.index;
+      }
       return;
     }
     for (const set of plan.sets) {

@@ -3,12 +3,13 @@
  * subscription at an index we can replay from gets only what it missed, anything else the full state; expired
  * subscriptions get nothing until renewed; the buffer of recent change sets is bounded; the current index is
  * announced every 30 s when it moved. The replay rule across processes: an index another process sent is
- * replayed from when it falls between two of our change sets.
+ * replayed from when it falls between two of our change sets. The full state is kept across changes: a router
+ * that needs it gets it with the change sets since, until those outweigh their share of it.
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createChangeSetBuffer, createSubscriptions } from '../../../src/fabric/data-model/subscriptions.ts';
-import { Inbox, SimRouter, dataModel, identity, openStore, otherProcess, type Store } from './data-model-fixture.ts';
+import { Inbox, SimRouter, dataModel, identity, openStore, otherProcess, type Received, type Store } from './data-model-fixture.ts';
 
 let store: Store;
 before(async () => {
@@ -173,7 +174,11 @@ describe('router data model subscriptions', () => {
 
       const inside = new Inbox();
       b.dm.subscribe('r3', inside.send, req({ subscriptionId: 's3', currentIndex: afterFirst, timelineId: 'timeline-1' }));
-      assert.deepEqual(inside.take().map((r) => r.type), ['state'], 'an index inside one of our sets needs the full state');
+      const full = inside.take();
+      assert.deepEqual(full.map((r) => r.type), ['state', 'changes'], 'an index inside one of our sets needs the full state (kept, with the set since)');
+      const fromFull = new SimRouter();
+      for (const r of full) fromFull.receive(r);
+      assert.equal(fromFull.index, afterSecond);
 
       const between = new Inbox();
       b.dm.subscribe('r4', between.send, req({ subscriptionId: 's4', currentIndex: afterSecond, timelineId: 'timeline-1' }));
@@ -219,5 +224,89 @@ describe('router data model subscriptions', () => {
     t += 21_000;
     dm.poll();
     assert.deepEqual(inbox.take().map((r) => r.type), ['index']);
+  });
+});
+
+describe('the kept full state', () => {
+  /** A log that keeps the messages, to count how often the store was read for a full state. */
+  function recordingLog() {
+    const messages: string[] = [];
+    const keep = (_: object, msg: string) => void messages.push(msg);
+    return { log: { info: keep, warn: keep, debug: keep }, reads: () => messages.filter((m) => m === 'router data model: full state read again').length };
+  }
+
+  function modelOf(received: readonly Received[]): SimRouter {
+    const router = new SimRouter();
+    for (const r of received) router.receive(r);
+    return router;
+  }
+
+  it('goes to routers that subscribe after changes with the change sets since it, which bring them to the current model', () => {
+    const { log, reads } = recordingLog();
+    const dm = dataModel(store, { now, log });
+    const first = new Inbox();
+    dm.subscribe('r1', first.send, req());
+    const [loaded] = first.take();
+    assert.ok(loaded?.type === 'state');
+    const id = identity(store, 'kept-1', ['kept']);
+    dm.poll();
+    const pol = store.policies.create({ name: 'kept-pol', type: 'Dial', semantic: 'AnyOf', identityRoles: ['#kept'], serviceRoles: [] });
+    dm.poll();
+    store.identities.update(id, { name: 'kept-1-renamed' }, 'patch');
+    dm.poll();
+
+    for (const [routerId, subscriptionId] of [['r2', 'late-1'], ['r3', 'late-2']] as const) {
+      const late = new Inbox();
+      dm.subscribe(routerId, late.send, req({ subscriptionId }));
+      const got = late.take();
+      assert.deepEqual(got.map((r) => r.type), ['state', 'changes', 'changes', 'changes']);
+      assert.ok(got[0]!.type === 'state' && got[0]!.state.endIndex === loaded.state.endIndex, 'the state as it was read');
+      assert.ok(got.every((r) => r.type !== 'index' && r.subscriptionId === subscriptionId));
+      const router = modelOf(got);
+      assert.equal(router.gaps, 0);
+      assert.equal(router.index, dm.currentIndex());
+      assert.ok(router.policies.get(pol)!.identities.has(id));
+      // A model that reads the store now gives the same.
+      const fresh = new Inbox();
+      dataModel(store).subscribe('rx', fresh.send, req());
+      assert.deepEqual(router.snapshot(), modelOf(fresh.take()).snapshot());
+    }
+    assert.equal(reads(), 0, 'the store was not read again for any of them');
+  });
+
+  it('is read again, at the current index and once, when the change sets since it outweigh their share of it', () => {
+    const { log, reads } = recordingLog();
+    const dm = dataModel(store, { now, log, replayShare: 0, replayMinBytes: 0 });
+    const first = new Inbox();
+    dm.subscribe('r1', first.send, req());
+    first.take();
+    identity(store, 'outweigh-1');
+    dm.poll();
+    for (const routerId of ['r2', 'r3']) {
+      const late = new Inbox();
+      dm.subscribe(routerId, late.send, req({ subscriptionId: `sub-${routerId}` }));
+      const got = late.take();
+      assert.deepEqual(got.map((r) => r.type), ['state']);
+      assert.ok(got[0]!.type === 'state' && got[0]!.state.endIndex === dm.currentIndex());
+    }
+    assert.equal(reads(), 1, 'read for the first router that needed it, kept for the next');
+  });
+
+  it('keeps its change sets when the replay buffer drops them', () => {
+    const dm = dataModel(store, { now, buffer: { maxSets: 1 } });
+    const first = new Inbox();
+    dm.subscribe('r1', first.send, req());
+    first.take();
+    identity(store, 'evicted-1');
+    dm.poll();
+    identity(store, 'evicted-2');
+    dm.poll();
+    const late = new Inbox();
+    dm.subscribe('r2', late.send, req({ subscriptionId: 'sub-evicted' }));
+    const got = late.take();
+    assert.deepEqual(got.map((r) => r.type), ['state', 'changes', 'changes']);
+    const router = modelOf(got);
+    assert.equal(router.gaps, 0);
+    assert.equal(router.index, dm.currentIndex());
   });
 });

@@ -267,6 +267,69 @@ describe('router data model: change sets', () => {
     r.assertInStep();
   });
 
+  it('compares a policy\'s members only in the role lists whose roles or semantic a write changed', () => {
+    const alice = identity(store, 'cmp-alice', ['cmp-a']);
+    const bob = identity(store, 'cmp-bob', ['cmp-b']);
+    const svc = service(store, 'cmp-svc', ['cmp-s']);
+    const everyone = policy(store, 'cmp-all', 'Dial', ['#all'], ['#cmp-s']);
+    const pol = policy(store, 'cmp-pol', 'Dial', ['#cmp-a'], ['#cmp-s']);
+    // The access index, counting which policies' members the data model looks at.
+    const looked = new Map<string, string[]>();
+    const membership = {
+      membersOf(policyId: string, field: 'identityRoles' | 'serviceRoles' | 'postureCheckRoles') {
+        looked.set(policyId, [...(looked.get(policyId) ?? []), field]);
+        return store.access.index.membersOf(policyId, field);
+      },
+    };
+    const dm = dataModel(store, { access: { catchUp: () => store.access.catchUp(), membership: () => membership } });
+    const inbox = new Inbox();
+    const router = new SimRouter();
+    const step = () => {
+      looked.clear();
+      dm.poll();
+      const got = inbox.take();
+      for (const r of got) router.receive(r);
+      return changeSets(got);
+    };
+    dm.subscribe('router-cmp', inbox.send, SUB);
+    for (const r of inbox.take()) router.receive(r);
+    try {
+      store.policies.update(everyone, { name: 'cmp-all-renamed' }, 'patch');
+      assert.deepEqual(describeEvents(step()[0]!.changes), [`Update servicePolicy ${everyone}`]);
+      assert.equal(looked.get(everyone), undefined, 'a rename looks at no member of the #all policy');
+
+      store.policies.update(pol, { name: 'cmp-pol-renamed', type: 'Bind' }, 'patch');
+      assert.deepEqual(describeEvents(step()[0]!.changes), [`Update servicePolicy ${pol}`]);
+      assert.equal(looked.get(pol), undefined, 'nor does a change of type');
+
+      store.policies.update(pol, { identityRoles: ['#cmp-b'] }, 'patch');
+      assert.deepEqual(describeEvents(step()[0]!.changes), [`Update servicePolicy ${pol}`, `-identity ${pol} [${alice}]`, `+identity ${pol} [${bob}]`]);
+      assert.deepEqual(looked.get(pol), ['identityRoles'], 'only the role list that changed');
+
+      store.policies.update(pol, { semantic: 'AllOf', identityRoles: ['#cmp-a', '#cmp-b'] }, 'patch');
+      assert.deepEqual(describeEvents(step()[0]!.changes), [`Update servicePolicy ${pol}`, `-identity ${pol} [${bob}]`]);
+      assert.deepEqual(looked.get(pol), ['serviceRoles', 'postureCheckRoles', 'identityRoles'], 'the semantic decides every list');
+
+      // Entities that change in the same batch as a rename still move.
+      store.identities.update(alice, { roleAttributes: ['cmp-a', 'cmp-b'] }, 'patch');
+      store.policies.update(pol, { name: 'cmp-pol-again' }, 'patch');
+      store.services.update(svc, { roleAttributes: [] }, 'patch');
+      const mixed = describeEvents(step()[0]!.changes);
+      assert.deepEqual(mixed.slice(0, 3), [`Update identity ${alice}`, `Update service ${svc}`, `Update servicePolicy ${pol}`]);
+      assert.deepEqual(mixed.slice(3).sort(), [`+identity ${pol} [${alice}]`, `-service ${everyone} [${svc}]`, `-service ${pol} [${svc}]`].sort());
+      const fresh = new Inbox();
+      dataModel(store).subscribe('router-cmp-fresh', fresh.send, SUB);
+      const other = new SimRouter();
+      for (const r of fresh.take()) other.receive(r);
+      assert.deepEqual(router.snapshot(), other.snapshot());
+    } finally {
+      // What later tests look at stays as they expect it.
+      for (const p of [everyone, pol]) store.policies.remove(p);
+      for (const i of [alice, bob]) store.identities.remove(i);
+      store.services.remove(svc);
+    }
+  });
+
   it('takes deleted entities out of their policies before deleting them, and deletes in reverse dependency order', () => {
     const r = subscribed();
     const config = store.configs.create({ name: 'del-config', configTypeId: HOST_V1, data: { protocol: 'tcp', address: 'a', port: 1 } });
