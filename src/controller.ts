@@ -4,6 +4,8 @@
  */
 import { prepare } from './store/entity-table.ts';
 import { join } from 'node:path';
+import { availableParallelism } from 'node:os';
+import { configurePasswordHashing } from './auth/password-hash.ts';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { openDatabase, closeDatabase, type Db } from './store/database.ts';
@@ -163,6 +165,8 @@ function fabricAccess(access: AccessService, posture: PostureEvaluator): FabricA
 }
 
 export async function startController(config: Config, options: StartOptions = {}): Promise<RunningController> {
+  // Hash no more passwords at once than this process's share of the cores (src/auth/password-hash.ts).
+  configurePasswordHashing({ concurrency: availableParallelism() / Math.max(1, config.workers) });
   const db = openDatabase(join(config.dataDir, 'portcullis.db'));
   try {
     const { pki, admin } =
