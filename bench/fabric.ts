@@ -81,7 +81,7 @@ function killExternalSync(): void {
 }
 
 /** Starts a tracked process: stopped by `stopExternal`, killed when the benchmark process exits. */
-function startExternal(command: string, args: string[], opts: { env?: Record<string, string>; logFile?: string; cwd?: string } = {}): ChildProcess {
+export function startExternal(command: string, args: string[], opts: { env?: Record<string, string>; logFile?: string; cwd?: string } = {}): ChildProcess {
   if (!exitHookInstalled) {
     exitHookInstalled = true;
     process.once('exit', killExternalSync);
@@ -103,7 +103,7 @@ function startExternal(command: string, args: string[], opts: { env?: Record<str
   }
 }
 
-async function stopExternal(child: ChildProcess, timeoutMs = 10_000): Promise<void> {
+export async function stopExternal(child: ChildProcess, timeoutMs = 10_000): Promise<void> {
   if (child.exitCode === null && child.signalCode === null) {
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
     child.kill('SIGTERM');
@@ -116,7 +116,7 @@ async function stopExternal(child: ChildProcess, timeoutMs = 10_000): Promise<vo
 }
 
 /** Collects a piped process's stdout lines (the last 200) and its stderr tail. */
-function outputOf(child: ChildProcess): { lines: string[]; stderr: () => string; waitLine: (re: RegExp, timeoutMs: number) => Promise<string> } {
+export function outputOf(child: ChildProcess): { lines: string[]; stderr: () => string; waitLine: (re: RegExp, timeoutMs: number) => Promise<string> } {
   const lines: string[] = [];
   let pending = '';
   let err = '';
@@ -158,7 +158,7 @@ function outputOf(child: ChildProcess): { lines: string[]; stderr: () => string;
 }
 
 /** Runs a command to its end (bounded); the ziti agent socket of its pid is removed. */
-function runSync(command: string, args: string[], env: Record<string, string>, timeoutMs = 120_000, cwd?: string): string {
+export function runSync(command: string, args: string[], env: Record<string, string>, timeoutMs = 120_000, cwd?: string): string {
   const r = spawnSync(command, args, { encoding: 'utf8', timeout: timeoutMs, env: { ...process.env, ...env }, cwd });
   removeAgentSocket(r.pid);
   if (r.error) throw new Error(`${command} ${args.join(' ')}: ${r.error.message}`);

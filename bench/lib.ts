@@ -234,6 +234,34 @@ export interface LoadFigures {
   rssMb: number;
   /** Open loop only: the requested arrival rate (req/s). */
   targetRate?: number;
+  /** Open loop only: the slowest answer (ms), the failures among `errors` that were timeouts, answers by status. */
+  max?: number;
+  timeouts?: number;
+  statuses?: Record<string, number>;
+}
+
+/** One answer (status, latency from the scheduled time, body when asked for) or failure (status 0) of an open loop. */
+export interface OpenLoopResult {
+  i: number;
+  status: number;
+  ms: number;
+  body?: Buffer;
+  failure?: 'timeout' | 'error';
+}
+
+export interface OpenLoopOptions {
+  rate: number;
+  seconds: number;
+  sockets?: number;
+  tls?: ClientTls;
+  pid: number;
+  /** Called when the schedule starts (the pool's connections are open). */
+  onStart?: () => void;
+  /** Called with every answer and failure; answers to the requests `bodies` picks carry their body. */
+  onResult?: (r: OpenLoopResult) => void;
+  bodies?: (i: number) => boolean;
+  /** A request not answered this long after its *scheduled* time (queueing included) counts as a timeout. */
+  deadlineMs?: number;
 }
 
 const CLOCK_TICKS_PER_S = 100; // USER_HZ on Linux
@@ -266,12 +294,13 @@ function childrenOf(pid: number): number[] {
  * CPU time (user + system, ms) and RSS (MB) of a process and its children (a controller serving with several
  * worker processes is the primary plus its workers), read from /proc.
  */
-export function procStats(pid: number): { cpuMs: number; rssMb: number } {
-  const total = oneProcStats(pid);
+export function procStats(pid: number): { cpuMs: number; rssMb: number; processes: number } {
+  const total = { ...oneProcStats(pid), processes: 1 };
   for (const child of childrenOf(pid)) {
     const c = oneProcStats(child);
     total.cpuMs += c.cpuMs;
     total.rssMb += c.rssMb;
+    total.processes++;
   }
   return total;
 }
@@ -291,7 +320,11 @@ export async function withServerStats<T>(pid: number, work: () => Promise<T>): P
  * request as soon as the previous answer arrived. Every request is built by `gen` (so tokens and bodies can
  * rotate). Latency resolution is autocannon's: 1 ms.
  */
-export async function closedLoop(port: number, gen: RequestGen, opts: { connections: number; seconds: number; maxRequests?: number; tls?: ClientTls; pid: number }): Promise<LoadFigures> {
+export async function closedLoop(
+  port: number,
+  gen: RequestGen,
+  opts: { connections: number; seconds: number; maxRequests?: number; tls?: ClientTls; pid: number; onResponse?: (i: number, status: number, body: string) => void },
+): Promise<LoadFigures> {
   let counter = 0;
   const first = gen(0);
   const run = () =>
@@ -305,10 +338,12 @@ export async function closedLoop(port: number, gen: RequestGen, opts: { connecti
       tlsOptions: { servername: 'localhost', ...(opts.tls ?? {}) },
       requests: [
         {
-          setupRequest: (req: Record<string, unknown>) => {
+          setupRequest: (req: Record<string, unknown>, context: Record<string, unknown>) => {
+            context.index = counter;
             const s = gen(counter++);
             return { ...req, method: s.method, path: s.path, headers: s.headers, body: s.body };
           },
+          ...(opts.onResponse ? { onResponse: (status: number, body: unknown, context: Record<string, unknown>) => opts.onResponse!(context.index as number, status, String(body ?? '')) } : {}),
         },
       ],
     });
@@ -323,6 +358,7 @@ export async function closedLoop(port: number, gen: RequestGen, opts: { connecti
     total: r.requests.total,
     cpuPct,
     rssMb,
+    statuses: Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([status, s]) => [status, s.count])),
   };
 }
 
@@ -333,13 +369,15 @@ export async function closedLoop(port: number, gen: RequestGen, opts: { connecti
  * monotonic clock from the *scheduled* send time to the end of the response, so queueing caused by a slow
  * server is counted (no coordinated omission). Resolution: microseconds.
  */
-export async function openLoop(port: number, gen: RequestGen, opts: { rate: number; seconds: number; sockets?: number; tls?: ClientTls; pid: number }): Promise<LoadFigures> {
+export async function openLoop(port: number, gen: RequestGen, opts: OpenLoopOptions): Promise<LoadFigures> {
   const agent = new Agent({ keepAlive: true, maxSockets: opts.sockets ?? 64, rejectUnauthorized: false, servername: 'localhost', ...(opts.tls ?? {}) });
   const n = Math.max(1, Math.round(opts.rate * opts.seconds));
   const interval = 1000 / opts.rate;
   const latencies = new Float64Array(n).fill(Number.NaN);
   let non2xx = 0;
   let errors = 0;
+  let timeouts = 0;
+  const statuses: Record<string, number> = {};
   let finished = 0;
   let lastEnd = 0;
   const work = () =>
@@ -350,19 +388,33 @@ export async function openLoop(port: number, gen: RequestGen, opts: { rate: numb
       const fire = (i: number, scheduled: number) => {
         const s = gen(i);
         const headers = s.body === undefined ? s.headers : { ...s.headers, 'content-length': String(Buffer.byteLength(s.body)) };
+        let timedOut = false;
+        const expire = () => {
+          timedOut = true;
+          req.destroy(new Error('timeout'));
+        };
+        const deadline = opts.deadlineMs === undefined ? undefined : setTimeout(expire, Math.max(0, scheduled + opts.deadlineMs - performance.now()));
         const req = request({ host: HOST, port, method: s.method, path: s.path, headers, agent, timeout: 10_000 }, (res) => {
-          res.on('data', () => {});
+          const chunks: Buffer[] | undefined = opts.bodies?.(i) ? [] : undefined;
+          res.on('data', (c: Buffer) => chunks?.push(c));
           res.on('end', () => {
+            clearTimeout(deadline);
             const end = performance.now();
+            const status = res.statusCode ?? 0;
             latencies[i] = end - scheduled;
             lastEnd = end;
-            if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) >= 300) non2xx++;
+            if (status < 200 || status >= 300) non2xx++;
+            statuses[status] = (statuses[status] ?? 0) + 1;
+            opts.onResult?.({ i, status, ms: end - scheduled, body: chunks && Buffer.concat(chunks) });
             done();
           });
         });
-        req.on('timeout', () => req.destroy(new Error('timeout')));
+        req.on('timeout', expire);
         req.on('error', () => {
+          clearTimeout(deadline);
           errors++;
+          if (timedOut) timeouts++;
+          opts.onResult?.({ i, status: 0, ms: performance.now() - scheduled, failure: timedOut ? 'timeout' : 'error' });
           done();
         });
         req.end(s.body);
@@ -385,6 +437,7 @@ export async function openLoop(port: number, gen: RequestGen, opts: { rate: numb
             else if (performance.now() > drainDeadline) {
               clearInterval(check);
               errors += n - finished;
+              timeouts += n - finished;
               resolve();
             }
           }, 50);
@@ -407,6 +460,7 @@ export async function openLoop(port: number, gen: RequestGen, opts: { rate: numb
     ),
   );
   const t0 = performance.now();
+  opts.onStart?.();
   const { cpuPct, rssMb } = await withServerStats(opts.pid, work);
   agent.destroy();
   const ok = Array.from(latencies).filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
@@ -422,6 +476,9 @@ export async function openLoop(port: number, gen: RequestGen, opts: { rate: numb
     cpuPct,
     rssMb,
     targetRate: opts.rate,
+    max: ok.length ? ok[ok.length - 1]! : Number.NaN,
+    timeouts,
+    statuses,
   };
 }
 

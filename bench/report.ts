@@ -8,6 +8,7 @@
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ResultRow, ScenarioResult } from './scenarios/context.ts';
+import { floodTable } from './scenarios/flood.ts';
 
 const DIR = join('bench', 'results');
 const SIZE_ORDER = ['small', 'medium', 'large', 'many-services'];
@@ -93,7 +94,8 @@ for (const size of sizes) {
   const rs = results.filter((r) => groupOf(r) === size);
   const counts = rs[0]!.dataset.counts;
   md.push(`## ${size}`, '', `Dataset: ${Object.entries(counts).map(([k, v]) => `${n(v, 0)} ${k}`).join(', ')}; loaded in ${n(rs[0]!.dataset.loadMs / 1000, 1)} s. Measured ${rs.map((r) => r.date.slice(0, 10)).sort().at(-1)}.`, '');
-  md.push(...loadTable(rs), '');
+  const loads = loadTable(rs);
+  if (loads.length > 2) md.push(...loads, '');
   const targets = targetTable(rs);
   if (targets.length) md.push(...targets, '');
   const metrics = rs.flatMap((r) => r.metrics.map((m) => ({ scenario: r.scenario, ...m })));
@@ -103,6 +105,10 @@ for (const size of sizes) {
       md.push(`| ${m.scenario} | ${m.name}${m.note ? ` (${m.note})` : ''} | ${n(m.portcullis)} ${m.unit} | ${m.bare === undefined ? '–' : `${n(m.bare)} ${m.unit}`} | ${m.bare === undefined ? '–' : `${(m.portcullis / m.bare).toFixed(1)}×`} |`);
     }
     md.push('');
+  }
+  for (const r of rs) {
+    const flood = r.scenario === 'S13' ? floodTable(r) : [];
+    if (flood.length) md.push(...flood, '');
   }
   md.push('Scenario notes:', '');
   for (const r of rs) {

@@ -3,15 +3,20 @@
  * Usage: npm run bench [-- --suite identities|access|enrollment|fabric|all --identities N --services M --enrollments E --duration S --connections C]
  *        npm run bench -- --suite fabric [--routers N --in-flight C --duration D --workers 1|2|1,2]
  *        npm run bench -- --suite fabric-scale --size medium|large|medium,large [--routers N --repeats R --duration D --in-flight C --workers W]
- *        npm run bench -- --scenario S1|...|S12|all --size small|medium|large [--duration S --connections C
+ *        npm run bench -- --suite upstream --size medium|large [--duration D --connections C --rounds R --sessions N]
+ *        npm run bench -- --suite soak [--minutes M --interval S --percent P --size SIZE --duration D --connections C --workers W]
+ *        npm run bench -- --scenario S1|...|S13|all --size small|medium|large [--duration S --connections C
  *                         --open-fraction F --max-rate R --target-rate T --workers W --sessions N --data-dir DIR]
  * See bench/README.md.
  */
+import { availableParallelism } from 'node:os';
 import { runIdentitySuite } from './identities.ts';
 import { runAccessSuite } from './access.ts';
 import { runEnrollmentSuite } from './enrollment.ts';
 import { runFabricSuite } from './fabric.ts';
 import { runFabricScaleSuite } from './fabric-scale.ts';
+import { runSoakSuite } from './soak.ts';
+import { runVsUpstream } from './vs-upstream.ts';
 import type { SizeName } from './datasets/sized.ts';
 import { killChildren, killChildrenOnExit } from './lib.ts';
 import { SCENARIOS, runScenario } from './scenarios/index.ts';
@@ -31,9 +36,9 @@ function str(name: string): string | undefined {
 const scenario = str('--scenario');
 const suiteIndex = args.indexOf('--suite');
 const suite = suiteIndex >= 0 ? args[suiteIndex + 1] : 'all';
-if (!['identities', 'access', 'enrollment', 'fabric', 'fabric-scale', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access, enrollment, fabric, fabric-scale or all');
+if (!['identities', 'access', 'enrollment', 'fabric', 'fabric-scale', 'upstream', 'soak', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access, enrollment, fabric, fabric-scale, upstream, soak or all');
 // fabric-scale: 5 s per circuit run by default (it measures twice per size, on datasets that take a while to load).
-const duration = opt('--duration', scenario || suite === 'fabric-scale' ? 5 : 10);
+const duration = opt('--duration', scenario || suite === 'fabric-scale' || suite === 'upstream' ? 5 : 10);
 const connections = opt('--connections', 16);
 
 killChildrenOnExit();
@@ -84,6 +89,17 @@ try {
   if (!scenario && suite === 'fabric-scale') {
     const sizes = (str('--size') ?? 'medium').split(',') as SizeName[];
     await runFabricScaleSuite({ sizes, routers: opt('--routers', 20), repeats: opt('--repeats', 5), duration, inFlight: opt('--in-flight', 16), workers: opt('--workers', 1) });
+  }
+  // Not part of `all`: 15 minutes by default. The controller runs with its default worker count (one per core).
+  if (!scenario && suite === 'soak') {
+    const size = str('--size') ?? 'medium';
+    const percent = opt('--percent', 80);
+    if (percent > 100) throw new Error('--percent must be 1-100');
+    await runSoakSuite({ size, dataDir: str('--data-dir') ?? `bench/.data/${size}`, minutes: opt('--minutes', 15), intervalS: opt('--interval', 30), percent, duration, connections, sessions: opt('--sessions', 200), workers: opt('--workers', availableParallelism()) });
+  }
+  // Not part of `all`: it needs the upstream `ziti` program and loads the dataset into it once per size (cached).
+  if (!scenario && suite === 'upstream') {
+    await runVsUpstream({ size: (str('--size') ?? 'medium') as SizeName, duration, connections, rounds: opt('--rounds', 2), sessions: opt('--sessions', 200) });
   }
 } catch (err: unknown) {
   console.error(err instanceof Error ? err.stack : err);

@@ -1,11 +1,12 @@
 /**
  * Child process: starts the controller on 127.0.0.1 and prints one ready line,
  * `READY {"port":N,"caBundlePem":"..."}`, on stdout. Stops on SIGTERM/SIGINT.
- * Usage: node --import tsx bench/serve.ts <dataDir> <port|0> [workers] [advertise]
+ * Usage: node --import tsx bench/serve.ts <dataDir> <port|0> [workers] [advertise] [--flag value ...]
  * `workers` (or PORTCULLIS_WORKERS; default 1) > 1 serves with that many cluster worker processes sharing the
  * listener, as `--workers` does (the primary prepares the data dir, the workers serve; rssMb is the primary's).
  * `advertise` (default: the controller's default, localhost) is passed as `--advertise`: the host named in
- * enrollment JWTs (router control endpoint, SDK API URL) and covered by the server certificate.
+ * enrollment JWTs (router control endpoint, SDK API URL) and covered by the server certificate. Arguments from the
+ * first `--` flag on are passed to the controller as they are (e.g. `--auth-limit 0 --write-limit 0`).
  */
 import cluster from 'node:cluster';
 import { join } from 'node:path';
@@ -14,7 +15,10 @@ import { loadConfig } from '../src/config.ts';
 import { openDatabase, closeDatabase } from '../src/store/database.ts';
 import { BENCH_ADMIN_PASSWORD } from './datasets/identities.ts';
 
-const [dataDir, port = '0', workersArg = process.env.PORTCULLIS_WORKERS ?? '1', advertise] = process.argv.slice(2);
+const argv = process.argv.slice(2);
+const firstFlag = argv.findIndex((a) => a.startsWith('--'));
+const flags = firstFlag < 0 ? [] : argv.splice(firstFlag);
+const [dataDir, port = '0', workersArg = process.env.PORTCULLIS_WORKERS ?? '1', advertise] = argv;
 if (!dataDir) throw new Error('usage: serve.ts <dataDir> <port> [workers] [advertise]');
 const workers = Number(workersArg);
 if (!Number.isInteger(workers) || workers < 1) throw new Error('workers must be a positive integer');
@@ -23,6 +27,7 @@ const config = loadConfig(
   [
     ...['--data-dir', dataDir, '--address', '127.0.0.1', '--port', port, '--admin-password', BENCH_ADMIN_PASSWORD, '--log-level', 'silent', '--workers', String(workers)],
     ...(advertise ? ['--advertise', advertise] : []),
+    ...flags,
   ],
   {},
 );

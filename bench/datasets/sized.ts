@@ -372,7 +372,7 @@ function readMarker(dataDir: string): SizedDatasetMarker | undefined {
 }
 
 /** A fresh EC P-256 key and a CSR for it (subject as the Go SDK sends). */
-async function keyAndCsr(commonName: string): Promise<{ keyPem: string; csrPem: string }> {
+export async function keyAndCsr(commonName: string): Promise<{ keyPem: string; csrPem: string }> {
   const { x509 } = await import('../../src/pki/x509-library.ts');
   const keys = (await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as CryptoKeyPair;
   const pkcs8 = Buffer.from(await crypto.subtle.exportKey('pkcs8', keys.privateKey));

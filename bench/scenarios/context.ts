@@ -92,6 +92,8 @@ export interface ScenarioResult {
   notes: string[];
   rows: ResultRow[];
   metrics: Metric[];
+  /** Figures of a scenario's own shape (S13: its phases), rendered by the scenario's module. */
+  extra?: unknown;
 }
 
 export const WARMUP_S = 1;
@@ -105,12 +107,15 @@ interface ServeInfo {
   rssMb: number;
 }
 
-type Canned = Record<string, { status: number; contentType: string; bodyBase64: string }>;
+/** Responses of the bare-Node server by request URL (bench/bare.ts). */
+export type Canned = Record<string, { status: number; contentType: string; bodyBase64: string }>;
 
 export class Bench {
   readonly rows: ResultRow[] = [];
   readonly metrics: Metric[] = [];
   readonly notes: string[] = [];
+  /** Written to the result as `extra` when set. */
+  extra?: unknown;
   private controller!: { child: ChildProcess; info: ServeInfo };
   private readonly tmp: string;
   /** The private copy of the dataset's data directory the controller runs on. */
@@ -151,9 +156,10 @@ export class Bench {
     return this.controller.info;
   }
 
-  async startController(): Promise<{ spawnToReadyMs: number }> {
+  /** `flags` are passed to the controller (e.g. `--auth-limit 0`). */
+  async startController(flags: string[] = []): Promise<{ spawnToReadyMs: number }> {
     const t0 = performance.now();
-    this.controller = await spawnReady<ServeInfo>('bench/serve.ts', [this.dataDir, '0', String(this.opts.workers)]);
+    this.controller = await spawnReady<ServeInfo>('bench/serve.ts', [this.dataDir, '0', String(this.opts.workers), ...flags]);
     return { spawnToReadyMs: performance.now() - t0 };
   }
 
@@ -289,11 +295,7 @@ export class Bench {
 
   /** Starts the bare-Node server with the given canned responses; returns its port and pid. */
   async startBare(canned: Canned): Promise<{ child: ChildProcess; port: number; pid: number; spawnToReadyMs: number }> {
-    const file = join(this.tmp, `bare-${Date.now()}-${Math.random().toString(36).slice(2)}.json`);
-    writeFileSync(file, JSON.stringify(canned));
-    const t0 = performance.now();
-    const b = await spawnReady<{ port: number }>('bench/bare.ts', [this.dataDir, '0', file]);
-    return { child: b.child, port: b.info.port, pid: b.child.pid!, spawnToReadyMs: performance.now() - t0 };
+    return startBareServer(this.tmp, this.dataDir, canned);
   }
 
   /** Writes bench/results/<scenario>-<size>.json, stops the controller and removes the private copy. */
@@ -309,6 +311,7 @@ export class Bench {
       notes: this.notes,
       rows: this.rows,
       metrics: this.metrics,
+      ...(this.extra === undefined ? {} : { extra: this.extra }),
     };
     mkdirSync(join('bench', 'results'), { recursive: true });
     const file = join('bench', 'results', `${this.scenario}-${this.opts.size}${this.opts.workers > 1 ? `-w${this.opts.workers}` : ''}.json`);
@@ -322,6 +325,18 @@ export class Bench {
     if (this.controller) await stopChild(this.controller.child);
     rmSync(this.tmp, { recursive: true, force: true });
   }
+}
+
+/**
+ * Starts the bare-Node server (bench/bare.ts) answering the canned responses with the TLS key and chain of the
+ * controller data directory `dataDir`; the responses file goes to `tmp`.
+ */
+export async function startBareServer(tmp: string, dataDir: string, canned: Canned): Promise<{ child: ChildProcess; port: number; pid: number; spawnToReadyMs: number }> {
+  const file = join(tmp, `bare-${Date.now()}-${Math.random().toString(36).slice(2)}.json`);
+  writeFileSync(file, JSON.stringify(canned));
+  const t0 = performance.now();
+  const b = await spawnReady<{ port: number }>('bench/bare.ts', [dataDir, '0', file]);
+  return { child: b.child, port: b.info.port, pid: b.child.pid!, spawnToReadyMs: performance.now() - t0 };
 }
 
 export function fmtNum(n: number): string {

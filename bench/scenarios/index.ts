@@ -1,13 +1,17 @@
 /** The scenario registry: id → title and body. Run through `npm run bench -- --scenario ID --size SIZE`. */
+import { availableParallelism } from 'node:os';
 import { Bench, type ScenarioOptions, type ScenarioResult } from './context.ts';
 import { s1, s2, s3, s6, s9 } from './reads.ts';
 import { s4, s5, s10 } from './auth.ts';
 import { s7, s8 } from './changes.ts';
 import { s12 } from './footprint.ts';
+import { s13 } from './flood.ts';
 
 interface ScenarioDef {
   title: string;
   run: (b: Bench) => Promise<void>;
+  /** Runs the controller with its default worker count (one per core, as `node .` does), whatever `--workers` says. */
+  defaultWorkers?: boolean;
 }
 
 export const SCENARIOS: Record<string, ScenarioDef> = {
@@ -22,12 +26,13 @@ export const SCENARIOS: Record<string, ScenarioDef> = {
   S9: { title: 'Management identity list: filter, sort, offsets 0 / 50k / 100k', run: s9 },
   S10: { title: 'Burst of 250 OTT enrollments', run: s10 },
   S12: { title: 'Footprint: RSS and database size at rest, cold start to first served request', run: s12 },
+  S13: { title: 'service-updates latency during a 10× password-login flood, admission limits at their defaults and off', run: s13, defaultWorkers: true },
 };
 
 export async function runScenario(id: string, opts: ScenarioOptions): Promise<ScenarioResult> {
   const def = SCENARIOS[id];
   if (!def) throw new Error(`unknown scenario ${id}; one of ${Object.keys(SCENARIOS).join(', ')} or all`);
-  const b = await Bench.open(id, def.title, opts);
+  const b = await Bench.open(id, def.title, def.defaultWorkers ? { ...opts, workers: availableParallelism() } : opts);
   try {
     await def.run(b);
     return await b.finish();
