@@ -12,7 +12,7 @@ import { X509Certificate } from 'node:crypto';
 import { startTestController, uniqueName } from '../support/controller.ts';
 import { createClientUser, createRecord, type ClientUser } from '../support/factories.ts';
 import { newKey } from '../support/router-certs.ts';
-import { connectRouter, dialControl, enrolledRouter, enrollRouterAgain, eventually, routerHello, type RouterCredentials, type TestRouterConnection } from '../support/test-router.ts';
+import { clientHelloBody, connectRouter, dialControl, enrolledRouter, enrollRouterAgain, eventually, routerHello, type RouterCredentials, type TestRouterConnection } from '../support/test-router.ts';
 import {
   ChannelContentType,
   ChannelHeader,
@@ -50,17 +50,6 @@ function feedOps(kind: string, id: string): string[] {
 
 function isSuccess(result: { headers: Map<number, Buffer> }): boolean {
   return readBool(result.headers.get(ChannelHeader.ResultSuccess)) === true;
-}
-
-/** Answers the server hello the way an upstream edge router does. */
-function clientHello(port: number): Buffer {
-  return encode('edge.ClientHello', {
-    version: 'v2.0.0-pre3',
-    hostname: 'router.test',
-    protocols: ['tls'],
-    protocolPorts: [String(port)],
-    listeners: [{ address: { value: `tls:0.0.0.0:${port}`, protocol: 'tls', hostname: '0.0.0.0', port }, advertise: { value: `tls:router.test:${port}`, protocol: 'tls', hostname: 'router.test', port } }],
-  });
 }
 
 describe('control channel: admission', () => {
@@ -261,7 +250,7 @@ describe('control channel: edge sync', () => {
     const { conn } = await connectRouter(tc, router);
     const hello = await conn.nextOf(EdgeContentType.ServerHello);
     assert.equal(readBool(hello.headers.get(EdgeHeader.RouterDataModel)), true);
-    const reply = message(EdgeContentType.ClientHello, clientHello(3022), [[EdgeHeader.RouterDataModel, Buffer.from([1])]]);
+    const reply = message(EdgeContentType.ClientHello, clientHelloBody(3022), [[EdgeHeader.RouterDataModel, Buffer.from([1])]]);
     reply.headers.set(ChannelHeader.ReplyFor, Buffer.from(Int32Array.of(hello.sequence).buffer));
     conn.send(reply);
     await eventually(async () => (await edgeRouterDetail(router.id)).syncStatus === 'SYNC_DONE', 'the sync is done');
@@ -288,7 +277,7 @@ describe('control channel: edge sync', () => {
     const router = await enrolledRouter(tc);
     const { conn } = await connectRouter(tc, router);
     const hello = await conn.nextOf(EdgeContentType.ServerHello);
-    const reply = message(EdgeContentType.ClientHello, clientHello(3023));
+    const reply = message(EdgeContentType.ClientHello, clientHelloBody(3023));
     reply.headers.set(ChannelHeader.ReplyFor, Buffer.from(Int32Array.of(hello.sequence).buffer));
     conn.send(reply);
     // The full state (every live session, the admin's at least) comes first, in chunks that name their sync.
@@ -342,7 +331,7 @@ describe('control channel: terminators and circuits', async () => {
     const { conn, result } = await connectRouter(tc, creds);
     assert.ok(isSuccess(result));
     const hello = await conn.nextOf(EdgeContentType.ServerHello);
-    const reply = message(EdgeContentType.ClientHello, clientHello(3030));
+    const reply = message(EdgeContentType.ClientHello, clientHelloBody(3030));
     reply.headers.set(ChannelHeader.ReplyFor, Buffer.from(Int32Array.of(hello.sequence).buffer));
     conn.send(reply);
     return conn;
