@@ -61,6 +61,10 @@ export async function runPrimary(config: Config): Promise<void> {
   const fork = (role: 'first' | 'after-first' | 'replacement') => {
     const worker = cluster.fork({ [START_ROLE_ENV]: role });
     states.set(worker, { startedAt: Date.now(), listening: false });
+    // A message to a worker that is dying but not yet reaped fails with EPIPE, emitted as 'error': without a
+    // listener that would end the primary. The 'exit' handler takes care of the worker; what it was asked is
+    // asked of another one (handOverGone).
+    worker.on('error', () => undefined);
     worker.on('message', (message: WorkerMessage | BusEnvelope) => {
       if (isBusEnvelope(message)) {
         // Fabric messages between workers (src/fabric/bus.ts): handed to the worker of that name, if it lives.
