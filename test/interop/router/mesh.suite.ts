@@ -9,6 +9,9 @@
  * - two hosts of one service (on A and on C): smart routing prefers the near one, `random` spreads dials over
  *   both, a `required` host wins over a nearer `default` one, a host that goes away fails over to the other;
  *   `ziti edge list terminators` shows both.
+ * - `weighted` sends no dial to a host whose terminator costs 60000 while the other costs 0 (both ways round);
+ *   `sticky` keeps a dialer that passes its stickiness token at its host after that host became the costlier one,
+ *   while a dial without the token goes to the cheaper host.
  *
  * Run by `npm run test:interop` (suite `router`). Loopback only.
  */
@@ -181,5 +184,63 @@ describe('a line of three routers', () => {
     assert.equal(await client.ask('dial 2', 60_000), 'ok 2');
     await waitFor(() => closes(hostC) > fail || undefined, 10_000, { what: 'the dial failed over to C' });
     client.send('quit');
+  });
+
+  it('weighted and sticky honour terminator costs: the costly host gets no dials, a sticky dialer keeps its host', async () => {
+    hostA = startProcess('mesh-host-a-again', sdkecho, ['host', hostAFile, 'mesh-echo']);
+    await hostA.waitForLine('bound', BIND_WITHIN_MS);
+    const serviceId = ((await admin.data(`/services?filter=${encodeURIComponent('name = "mesh-echo"')}`)) as any[])[0].id;
+    const terms = await waitFor(async () => {
+      const list = (await admin.data(`/terminators?filter=${encodeURIComponent(`service = "${serviceId}"`)}`)) as any[];
+      const a = list.find((t) => t.routerId === routers.A.handle.id);
+      const c = list.find((t) => t.routerId === routers.C.handle.id);
+      return a && c ? { a, c } : undefined;
+    }, BIND_WITHIN_MS, { what: 'a terminator on A and on C' });
+    const dialer = sessionPeer('mesh-client-costs', clientFile, 'mesh-echo');
+    await dialer.waitForLine('ready', 30_000);
+    const closes = (p: PeerProcess) => p.lines.filter((l) => l === 'peer closed').length;
+    const patch = async (path: string, body: Record<string, unknown>) => {
+      const res = await admin.request('PATCH', path, body);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+    };
+    const costs = async (a: number, c: number) => {
+      await patch(`/terminators/${terms.a.id}`, { cost: a });
+      await patch(`/terminators/${terms.c.id}`, { cost: c });
+    };
+    /** Runs `dials` commands; all of them must land on `host` (the other host gets none). */
+    const allAt = async (host: PeerProcess, other: PeerProcess, dials: Array<() => Promise<void>>, what: string) => {
+      const before = { host: closes(host), other: closes(other) };
+      for (const dial of dials) await dial();
+      await waitFor(() => closes(host) - before.host === dials.length || undefined, 10_000, { what });
+      assert.equal(closes(other) - before.other, 0, what);
+    };
+    const plainDial = async () => assert.equal(await dialer.ask('dial 1', 60_000), 'ok 1');
+    const tokens: string[] = [];
+    const stickyDial = async () => {
+      const answer = await dialer.ask('stickydial 1', 60_000);
+      const m = /^ok 1 (\S+)$/.exec(answer);
+      assert.ok(m, answer);
+      tokens.push(m[1]!);
+    };
+
+    // weighted: a host's weight is 1 / (1 + path cost + its cost); at cost 60000 it is as good as never chosen.
+    await patch(`/services/${serviceId}`, { terminatorStrategy: 'weighted' });
+    await costs(60_000, 0);
+    await allAt(hostC, hostA, Array(6).fill(plainDial), 'weighted: every dial at C while A costs 60000');
+    await costs(0, 60_000);
+    await allAt(hostA, hostC, Array(6).fill(plainDial), 'weighted: every dial at A while C costs 60000');
+
+    // sticky: without a token the cheapest host (A); with it, that host even once it is the costlier one.
+    await patch(`/services/${serviceId}`, { terminatorStrategy: 'sticky' });
+    await allAt(hostA, hostC, [stickyDial], 'sticky: the first dial at the cheapest host (A)');
+    assert.equal(tokens[0], terms.a.id, 'the stickiness token names the chosen terminator');
+    await costs(60_000, 0);
+    await allAt(hostA, hostC, Array(3).fill(stickyDial), 'sticky: the token keeps the dials at A');
+    assert.deepEqual(tokens, Array(4).fill(terms.a.id));
+    await allAt(hostC, hostA, [plainDial], 'sticky: a dial without the token goes to the cheapest host (C)');
+
+    await costs(0, 0);
+    await patch(`/services/${serviceId}`, { terminatorStrategy: 'smartrouting' });
+    dialer.send('quit');
   });
 });

@@ -10,7 +10,8 @@
 //     then prints "bound" and echoes like `host`.
 //   - `session <identity.json> <service>` authenticates, prints "ready", then reads commands from stdin, one a
 //     line, and answers each with one line: `dial <n>` (a new connection, n messages, close: "ok <n>"), `open`
-//     (a connection kept open: "opened"), `exchange <n> [delayMs]` (n messages on the open connection, with an
+//     (a connection kept open: "opened"), `stickydial <n>` (as dial, passing the stickiness token the previous
+//     stickydial got: "ok <n> <token>"), `exchange <n> [delayMs]` (n messages on the open connection, with an
 //     optional pause between them: "ok <n>"), `close` ("closed"), `quit`. A failed step answers
 //     "error <what>: <the SDK's error>" and the session goes on.
 //
@@ -173,6 +174,7 @@ func session(identityFile, service string) {
 	fmt.Println("ready")
 	var conn net.Conn
 	var reader *bufio.Reader
+	var sticky []byte
 	answer := func(format string, args ...any) {
 		fmt.Println(strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " "))
 	}
@@ -208,6 +210,25 @@ func session(identityFile, service string) {
 				answer("error close: %v", closeErr)
 			} else {
 				answer("ok %d", n)
+			}
+		case "stickydial":
+			// Like dial, with the stickiness token of the previous stickydial (none at first); keeps the token
+			// the controller hands back. Answers "ok <n> <token>".
+			n := number(fields, 1, 1)
+			c, err := ctx.DialWithOptions(service, &ziti.DialOptions{ConnectTimeout: 15 * time.Second, StickinessToken: sticky})
+			if err != nil {
+				answer("error dial: %v", err)
+				continue
+			}
+			sticky = c.GetStickinessToken()
+			err = exchange(c, bufio.NewReader(c), n, 0)
+			closeErr := c.Close()
+			if err != nil {
+				answer("error %v", err)
+			} else if closeErr != nil {
+				answer("error close: %v", closeErr)
+			} else {
+				answer("ok %d %s", n, string(sticky))
 			}
 		case "open":
 			if conn != nil {
