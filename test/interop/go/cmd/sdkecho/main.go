@@ -202,15 +202,7 @@ func session(identityFile, service string) {
 				answer("error dial: %v", err)
 				continue
 			}
-			err = exchange(c, bufio.NewReader(c), n, 0)
-			closeErr := c.Close()
-			if err != nil {
-				answer("error %v", err)
-			} else if closeErr != nil {
-				answer("error close: %v", closeErr)
-			} else {
-				answer("ok %d", n)
-			}
+			answer("%s", oneExchange(c, n, ""))
 		case "stickydial":
 			// Like dial, with the stickiness token of the previous stickydial (none at first); keeps the token
 			// the controller hands back. Answers "ok <n> <token>".
@@ -221,15 +213,7 @@ func session(identityFile, service string) {
 				continue
 			}
 			sticky = c.GetStickinessToken()
-			err = exchange(c, bufio.NewReader(c), n, 0)
-			closeErr := c.Close()
-			if err != nil {
-				answer("error %v", err)
-			} else if closeErr != nil {
-				answer("error close: %v", closeErr)
-			} else {
-				answer("ok %d %s", n, string(sticky))
-			}
+			answer("%s", oneExchange(c, n, " "+string(sticky)))
 		case "open":
 			if conn != nil {
 				_ = conn.Close()
@@ -276,6 +260,19 @@ func session(identityFile, service string) {
 		}
 	}
 	ctx.Close()
+}
+
+// oneExchange sends n messages on a new connection, checks the echoes and closes it: "ok <n><suffix>" or the error.
+func oneExchange(c net.Conn, n int, suffix string) string {
+	err := exchange(c, bufio.NewReader(c), n, 0)
+	closeErr := c.Close()
+	if err != nil {
+		return fmt.Sprintf("error %v", err)
+	}
+	if closeErr != nil {
+		return fmt.Sprintf("error close: %v", closeErr)
+	}
+	return fmt.Sprintf("ok %d%s", n, suffix)
 }
 
 func main() {
