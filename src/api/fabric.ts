@@ -1,7 +1,8 @@
 /**
  * Every operation of the fabric API (`/fabric/v1`) Portcullis serves, in one readable list: the read side of
- * upstream's fabric management API (routers, services, terminators, links, circuits). Its writes,
- * inspections, database and cluster operations are not served; they answer 404/405 like any unknown route.
+ * upstream's fabric management API (routers, services, terminators, links, circuits) and the link patch
+ * (static cost, down). Its other writes, inspections, database and cluster operations are not served; they
+ * answer 404/405 like any unknown route.
  */
 import type { ApiDefinition } from '../http/route.ts';
 import type { Services } from './services.ts';

@@ -157,6 +157,7 @@ export function createFabric(options: FabricOptions) {
     live.connected(session.routerId, session.connectionId, session.connectedAt, session.versionInfo, linkListenersOf(router));
     for (const contentType of Object.values(ACKNOWLEDGED)) router.channel.handle(contentType, (msg, ch) => ch.result(msg, true));
     router.channel.handle(CtrlContentType.RouterLinks, (msg) => mesh.routerLinks(session.routerId, msg));
+    router.channel.handle(CtrlContentType.Metrics, (msg) => mesh.metrics(session.routerId, msg));
     router.channel.handle(CtrlContentType.VerifyRouter, (msg, ch) => mesh.verifyRouter(ch, msg));
     edgeRequests.attach(session);
     if (session.isEdge) edgeRequests.attachEdge(session);

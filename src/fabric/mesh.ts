@@ -8,6 +8,10 @@
  * - Links: the router that dialed a link reports it; links are stored (any process may route over them) and
  *   removed on a link fault (the other end is told), when the dialer reports a full list without them, and
  *   when either router goes. A router asked to accept a link verifies the dialer through the controller.
+ * - Link costs: a link costs its static cost plus the latency each end measures, in whole milliseconds. Both
+ *   ends report the mean of their `link.<id>.latency` (and `.queue_time`) histograms in their metrics; until a
+ *   router has, its end counts the initial latency (65 s, as upstream's), so an unmeasured link is the last
+ *   choice while a measured one exists.
  * - Reaching routers: a router held here is reached on its channel; one held by another process through the
  *   bus (the owner sends and hands back the reply).
  */
@@ -19,7 +23,7 @@ import type { ControlChannel } from './channel/connection.ts';
 import { message, type ChannelMessage } from './channel/message.ts';
 import type { LinkListener, LiveRouters } from './live-routers.ts';
 import type { GraphLink, GraphRouter } from './paths.ts';
-import { decode, encode } from './proto/index.ts';
+import { decode, encode, type ProtoMessages } from './proto/index.ts';
 import { CtrlContentType, FaultSubject, PeerState } from './proto/ctrl.ts';
 
 export interface MeshLog {
@@ -51,6 +55,27 @@ export function fromWire(wire: WireMessage): ChannelMessage {
 export function decodeListeners(header: Buffer | undefined): LinkListener[] {
   if (!header || header.length === 0) return [];
   return decode('ctrl.Listeners', header).listeners.map((l) => ({ address: l.address, protocol: l.protocol, costTags: l.costTags, groups: l.groups }));
+}
+
+/** The latency each end of a new link counts until its router has measured it (nanoseconds). */
+export const INITIAL_LINK_LATENCY_NS = 65_000_000_000;
+
+/** A new link's static cost (the column's default). */
+const NEW_LINK_STATIC_COST = 1;
+
+/** A link's cost: its static cost plus both ends' latencies in whole milliseconds. */
+export function linkCost(staticCost: number, srcLatencyNs: number, dstLatencyNs: number): number {
+  return staticCost + Math.trunc(srcLatencyNs / 1_000_000) + Math.trunc(dstLatencyNs / 1_000_000);
+}
+
+/** What a router's metrics say of one link's latency at its end: latency plus queue time means, if measured. */
+export function measuredLatency(histograms: Record<string, { mean: number; count: bigint }>, linkId: string): number | undefined {
+  const latency = histograms[`link.${linkId}.latency`];
+  // A histogram without samples (the link's first heartbeat is still to come) measures nothing yet.
+  if (!latency || latency.count <= 0n || !Number.isFinite(latency.mean)) return undefined;
+  const queue = histograms[`link.${linkId}.queue_time`];
+  const total = latency.mean + (queue && Number.isFinite(queue.mean) ? queue.mean : 0);
+  return Math.max(0, Math.min(Number.MAX_SAFE_INTEGER, Math.trunc(total)));
 }
 
 interface LinkRow {
@@ -171,8 +196,8 @@ export function createMesh(options: MeshOptions) {
     const at = now().toISOString();
     const upsert = prepare(
       db,
-      `INSERT INTO links (id, src_router_id, dst_router_id, protocol, dial_address, iteration, state, down, owner, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, 'Connected', 0, ?, ?, ?)
+      `INSERT INTO links (id, src_router_id, dst_router_id, protocol, dial_address, iteration, state, down, owner, created_at, updated_at, src_latency, dst_latency, cost)
+       VALUES (?, ?, ?, ?, ?, ?, 'Connected', 0, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET iteration = excluded.iteration, state = 'Connected', down = 0, owner = excluded.owner, updated_at = excluded.updated_at`,
     );
     const routers = new Set(prepare(db, 'SELECT id FROM routers').pluck().all() as string[]);
@@ -181,7 +206,8 @@ export function createMesh(options: MeshOptions) {
       for (const link of report.links) {
         if (!link.id || !routers.has(link.destRouterId) || link.destRouterId === routerId) continue;
         if (!known.get(link.id)) log.info({ linkId: link.id, from: routerId, to: link.destRouterId, protocol: link.linkProtocol }, 'link up');
-        upsert.run(link.id, routerId, link.destRouterId, link.linkProtocol, link.dialAddress, link.iteration, bus.self, at, at);
+        upsert.run(link.id, routerId, link.destRouterId, link.linkProtocol, link.dialAddress, link.iteration, bus.self, at, at,
+          INITIAL_LINK_LATENCY_NS, INITIAL_LINK_LATENCY_NS, linkCost(NEW_LINK_STATIC_COST, INITIAL_LINK_LATENCY_NS, INITIAL_LINK_LATENCY_NS));
       }
       if (report.fullRefresh) {
         const listed = new Set(report.links.map((l) => l.id));
@@ -193,6 +219,36 @@ export function createMesh(options: MeshOptions) {
       }
     }).immediate();
     log.debug({ routerId, links: report.links.length, fullRefresh: report.fullRefresh }, 'router links reported');
+  }
+
+  /** A router's metrics: the latency it measured of each of its links sets its end's share of the link's cost. */
+  function metrics(routerId: string, msg: ChannelMessage): void {
+    let report: ProtoMessages['metrics.MetricsMessage'];
+    try {
+      report = decode('metrics.MetricsMessage', msg.body);
+    } catch (err) {
+      log.warn({ routerId, err: (err as Error).message }, 'unreadable metrics from a router');
+      return;
+    }
+    const rows = prepare(db, 'SELECT id, src_router_id, static_cost, src_latency, dst_latency FROM links WHERE src_router_id = ? OR dst_router_id = ?').all(routerId, routerId) as Array<{
+      id: string;
+      src_router_id: string;
+      static_cost: number;
+      src_latency: number;
+      dst_latency: number;
+    }>;
+    const update = prepare(db, 'UPDATE links SET src_latency = ?, dst_latency = ?, cost = ? WHERE id = ?');
+    db.transaction(() => {
+      for (const row of rows) {
+        const measured = measuredLatency(report.histograms, row.id);
+        if (measured === undefined) continue;
+        const atSource = row.src_router_id === routerId;
+        const src = atSource ? measured : row.src_latency;
+        const dst = atSource ? row.dst_latency : measured;
+        if (src === row.src_latency && dst === row.dst_latency) continue;
+        update.run(src, dst, linkCost(row.static_cost, src, dst), row.id);
+      }
+    }).immediate();
   }
 
   /** A link failed at one end: it goes, and the router at the other end is told to close its side. */
@@ -275,6 +331,7 @@ export function createMesh(options: MeshOptions) {
     graph,
     linkIds,
     routerLinks,
+    metrics,
     linkFault,
     verifyRouter,
     routerGone,

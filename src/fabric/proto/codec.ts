@@ -17,7 +17,7 @@
 import protobuf from 'protobufjs';
 import type * as ctrl from './ctrl.ts';
 import type * as edge from './edge-ctrl.ts';
-import { CTRL_PROTO, EDGE_CTRL_PROTO, TIMESTAMP_PROTO } from './schema.ts';
+import { CTRL_PROTO, EDGE_CTRL_PROTO, METRICS_PROTO, TIMESTAMP_PROTO } from './schema.ts';
 
 /** Message name → its decoded shape. */
 export interface ProtoMessages {
@@ -49,6 +49,7 @@ export interface ProtoMessages {
   'ctrl.LinkStateUpdate': ctrl.LinkStateUpdate;
   'ctrl.Alerts': ctrl.Alerts;
   'ctrl.UpdateTerminatorRequest': ctrl.UpdateTerminatorRequest;
+  'metrics.MetricsMessage': ctrl.MetricsMessage;
   'edge.ServerHello': edge.ServerHello;
   'edge.ClientHello': edge.ClientHello;
   'edge.Address': edge.Address;
@@ -118,6 +119,7 @@ export const PROTO_TYPE_NAMES = Object.freeze({
   'ctrl.LinkStateUpdate': 'ziti.ctrl.pb.LinkStateUpdate',
   'ctrl.Alerts': 'ziti.ctrl.pb.Alerts',
   'ctrl.UpdateTerminatorRequest': 'ziti.ctrl.pb.UpdateTerminatorRequest',
+  'metrics.MetricsMessage': 'ziti.metrics.pb.MetricsMessage',
   'edge.ServerHello': 'ziti.edge_ctrl.pb.ServerHello',
   'edge.ClientHello': 'ziti.edge_ctrl.pb.ClientHello',
   'edge.Address': 'ziti.edge_ctrl.pb.Address',
@@ -152,7 +154,7 @@ export class ProtoDecodeError extends Error {
 }
 
 const root = new protobuf.Root();
-for (const source of [TIMESTAMP_PROTO, CTRL_PROTO, EDGE_CTRL_PROTO]) protobuf.parse(source, root, { keepCase: true });
+for (const source of [TIMESTAMP_PROTO, CTRL_PROTO, EDGE_CTRL_PROTO, METRICS_PROTO]) protobuf.parse(source, root, { keepCase: true });
 root.resolveAll(); // an unresolvable reference fails at import, not at the first message
 
 const types = new Map<ProtoMessageName, protobuf.Type>();

@@ -138,6 +138,19 @@ export interface RouterLinks {
   fullRefresh: boolean;
 }
 
+/** A router's Metrics (1007), package ziti.metrics.pb: the part the controller reads. Values in nanoseconds. */
+export interface MetricsMessage {
+  sourceId: string;
+  histograms: Record<string, MetricsHistogram>;
+}
+
+export interface MetricsHistogram {
+  count: bigint;
+  max: bigint;
+  mean: number;
+  min: bigint;
+}
+
 export interface Fault {
   subject: FaultSubject;
   id: string;

@@ -604,3 +604,24 @@ message SubscribeToDataModelRequest {
   string subscriptionId = 5;
 }
 `;
+
+/**
+ * Package ziti.metrics.pb, the body of a router's Metrics (1007): only what the controller reads of it, the
+ * sender and the histograms (link latency and queue time); protobuf skips the other fields unread.
+ */
+export const METRICS_PROTO = `
+syntax = "proto3";
+package ziti.metrics.pb;
+
+message MetricsMessage {
+  string sourceId = 2;
+  map<string, Histogram> histograms = 8;
+
+  message Histogram {
+    int64 count = 1;
+    int64 max = 2;
+    double mean = 3;
+    int64 min = 4;
+  }
+}
+`;

@@ -2,7 +2,8 @@
  * The link record of the fabric API (`/fabric/v1/links`, upstream's linkDetail): a connection between two
  * routers as the router that dialed it reported it, stored in `links` by the process holding that router.
  * Unlike the other records it has no base fields (no `_links`, times or tags). Filters see upstream's link
- * symbols; latencies are not measured here yet, so both read as 0.
+ * symbols. Latencies are what each end's router last reported (nanoseconds; the initial latency until then).
+ * Operators may patch a link's static cost and whether it is down, as upstream's `linkPatch`.
  */
 import { Type } from '@sinclair/typebox';
 import type { SymbolTable } from '../../query/symbols.ts';
@@ -18,8 +19,8 @@ export const linkSymbols: SymbolTable = {
     destRouter: { kind: 'scalar', type: 'string', sql: 'e.dst_router_id' },
     cost: { kind: 'scalar', type: 'int', sql: 'e.cost' },
     staticCost: { kind: 'scalar', type: 'int', sql: 'e.static_cost' },
-    destLatency: { kind: 'scalar', type: 'int', sql: '0', sortable: false },
-    sourceLatency: { kind: 'scalar', type: 'int', sql: '0', sortable: false },
+    destLatency: { kind: 'scalar', type: 'int', sql: 'e.dst_latency' },
+    sourceLatency: { kind: 'scalar', type: 'int', sql: 'e.src_latency' },
     state: { kind: 'scalar', type: 'string', sql: 'e.state' },
     iteration: { kind: 'scalar', type: 'int', sql: 'e.iteration' },
   },
@@ -44,4 +45,17 @@ export const LinkDetail = Type.Object({
   sourceRouter: FabricEntityRef,
   state: Type.String(),
   staticCost: Type.Integer(),
+});
+
+/** A link's static cost: what path selection adds to the measured latency (never negative). */
+const StaticCost = Type.Integer({ minimum: 0, maximum: 2147483647 });
+
+/** Upstream's linkPatch: the supplied fields change, an absent or null one stays. */
+export const LinkPatch = Type.Unsafe<{ down?: boolean | null; staticCost?: number | null }>({
+  type: 'object',
+  title: 'LinkPatch',
+  properties: {
+    down: { type: ['boolean', 'null'] },
+    staticCost: { ...StaticCost, type: ['integer', 'null'] },
+  },
 });

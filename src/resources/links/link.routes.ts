@@ -1,12 +1,13 @@
 /**
- * The fabric API's link reads (`/fabric/v1/links`): admins, `admin_readonly` and holders of `ops` or
- * `ops.read`, as upstream's link routes declare (the ops permission covers links and circuits).
+ * The fabric API's links (`/fabric/v1/links`): reads for admins, `admin_readonly` and holders of `ops` or
+ * `ops.read`; the patch for admins and holders of `ops` or `ops.update`, as upstream's link routes declare
+ * (the ops permission covers links and circuits).
  */
 import type { FastifyRequest } from 'fastify';
 import type { RouteSpec } from '../../http/route.ts';
 import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
-import { detailEnvelope, list, listEnvelope, ok } from '../../http/envelope.ts';
-import { LinkDetail } from './link.resource.ts';
+import { detailEnvelope, empty, emptyEnvelope, list, listEnvelope, ok } from '../../http/envelope.ts';
+import { LinkDetail, LinkPatch } from './link.resource.ts';
 import type { LinkService } from './link.service.ts';
 
 const idOf = (req: FastifyRequest) => (req.params as { id: string }).id;
@@ -25,6 +26,14 @@ export function linkRoutes(links: LinkService): RouteSpec[] {
       method: 'GET', url: '/links/:id', operationId: 'detailLink', tag: 'Link', summary: 'Retrieve a link',
       access: 'ops.read', params: IdParams, response: { 200: detailEnvelope(LinkDetail) },
       handler: (req) => ok(links.present(links.get(idOf(req)))),
+    },
+    {
+      method: 'PATCH', url: '/links/:id', operationId: 'patchLink', tag: 'Link', summary: 'Change a link\'s static cost or take it down',
+      access: 'ops.update', params: IdParams, body: LinkPatch, response: { 200: emptyEnvelope },
+      handler: (req) => {
+        links.patch(idOf(req), req.body as { down?: boolean | null; staticCost?: number | null });
+        return empty();
+      },
     },
   ];
 }

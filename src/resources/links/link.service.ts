@@ -1,7 +1,8 @@
 /**
  * Links as the fabric API reads them: pages of `links` (filter, sort and paging by the link symbols) and
- * single links, each with references to its two routers. The link layer writes the table; nothing here
- * changes it.
+ * single links, each with references to its two routers. The link layer writes the table; an operator's
+ * patch changes a link's static cost (its cost follows: static cost plus both latencies in whole
+ * milliseconds) and whether it is down, which path selection reads at the next circuit.
  */
 import type { Db } from '../../store/database.ts';
 import { prepare, selectPage } from '../../store/entity-table.ts';
@@ -25,6 +26,8 @@ interface LinkRow {
   protocol: string;
   cost: number;
   static_cost: number;
+  src_latency: number;
+  dst_latency: number;
   state: string;
   down: number;
   iteration: number;
@@ -52,20 +55,32 @@ export function createLinkService(db: Db) {
     return {
       connections: null,
       cost: l.cost,
-      destLatency: 0,
+      destLatency: l.dst_latency,
       destRouter: fabricRef('routers', l.dst_router_id, l.dst_router_name),
       down: l.down === 1,
       id: l.id,
       iteration: l.iteration,
       protocol: l.protocol,
-      sourceLatency: 0,
+      sourceLatency: l.src_latency,
       sourceRouter: fabricRef('routers', l.src_router_id, l.src_router_name),
       state: l.state,
       staticCost: l.static_cost,
     };
   }
 
-  return { list, get, present };
+  /** Sets the supplied fields of a link (NOT_FOUND when it is gone). */
+  function patch(id: string, body: { down?: boolean | null; staticCost?: number | null }): void {
+    db.transaction(() => {
+      const row = prepare(db, 'SELECT static_cost, down FROM links WHERE id = ?').get(id) as { static_cost: number; down: number } | undefined;
+      assertFound(row, 'link', id);
+      const staticCost = body.staticCost ?? row!.static_cost;
+      const down = body.down === undefined || body.down === null ? row!.down : body.down ? 1 : 0;
+      prepare(db, 'UPDATE links SET static_cost = ?, cost = ? + src_latency / 1000000 + dst_latency / 1000000, down = ?, updated_at = ? WHERE id = ?').run(
+        staticCost, staticCost, down, new Date().toISOString(), id);
+    }).immediate();
+  }
+
+  return { list, get, present, patch };
 }
 
 export type LinkService = ReturnType<typeof createLinkService>;

@@ -2,8 +2,9 @@
  * The fabric API as a whole: who may call each served operation (upstream's rules, kept here as test data:
  * routers, services and terminators for admins only — `permissions.IsAdmin()` in upstream's fabric_*_router.go
  * — links and circuits for admins, `admin_readonly`, `ops` and `ops.read` — `permissions.DefaultOpsAccess()`
- * with the ops read context in link_router.go and circuit_router.go), the answers to operations it does not
- * serve (upstream's writes, inspections, database and cluster operations: 404/405 in the error envelope), and
+ * with the ops read context in link_router.go and circuit_router.go; the link patch for admins, `ops` and
+ * `ops.update`, the ops update context), the answers to operations it does not serve (upstream's other writes,
+ * inspections, database and cluster operations: 404/405 in the error envelope), and
  * how the API is advertised: `/version`, the controller record, the spec list and its own OpenAPI document.
  */
 import { describe, it } from 'node:test';
@@ -17,10 +18,10 @@ import { assertError } from '../../support/assertions.ts';
 const tc: TestController = await startTestController();
 const base = `https://127.0.0.1:${tc.port}/fabric/v1`;
 
-type Rule = 'admin' | 'ops.read';
+type Rule = 'admin' | 'ops.read' | 'ops.update';
 
-/** Every operation served, with upstream's rule. */
-const OPERATIONS: Array<[string, Rule]> = [
+/** Every operation served, with upstream's rule (GET unless named). */
+const OPERATIONS: Array<[string, Rule, string?]> = [
   ['/routers', 'admin'],
   ['/routers/x', 'admin'],
   ['/routers/x/terminators', 'admin'],
@@ -31,6 +32,7 @@ const OPERATIONS: Array<[string, Rule]> = [
   ['/terminators/x', 'admin'],
   ['/links', 'ops.read'],
   ['/links/x', 'ops.read'],
+  ['/links/x', 'ops.update', 'PATCH'],
   ['/circuits', 'ops.read'],
   ['/circuits/x', 'ops.read'],
 ];
@@ -46,6 +48,7 @@ function allowed(rule: Rule, who: Profile): boolean {
   if (who.partial) return false;
   if (who.admin) return true;
   if (rule === 'admin') return false;
+  if (rule === 'ops.update') return who.permissions.some((p) => ['ops', 'ops.update'].includes(p));
   return who.permissions.some((p) => ['admin_readonly', 'ops', 'ops.read'].includes(p));
 }
 
@@ -72,8 +75,8 @@ function isRefusal(res: HttpResponse): boolean {
 describe('who may call the fabric API', () => {
   it('refuses every operation without a session: 401 UNAUTHORIZED with the "missing" challenge', async () => {
     const anonymous = createClient(base, tc.ca);
-    for (const [path] of OPERATIONS) {
-      const res = await anonymous.get(path);
+    for (const [path, , method = 'GET'] of OPERATIONS) {
+      const res = await anonymous.request(method, path, method === 'GET' ? {} : { body: {} });
       assert.ok(isRefusal(res), `${path}: ${res.status} ${res.text}`);
       assert.match(String(res.headers['www-authenticate']), /error="missing"/, path);
     }
@@ -86,6 +89,7 @@ describe('who may call the fabric API', () => {
     { name: 'admin_readonly', permissions: ['admin_readonly'] },
     { name: 'ops', permissions: ['ops'] },
     { name: 'ops.read', permissions: ['ops.read'] },
+    { name: 'ops.update', permissions: ['ops.update'] },
     { name: 'ops.delete', permissions: ['ops.delete'] },
     { name: 'router, service and terminator', permissions: ['router', 'service', 'terminator'] },
     { name: 'router.read, service.read and terminator.read', permissions: ['router.read', 'service.read', 'terminator.read'] },
@@ -95,8 +99,8 @@ describe('who may call the fabric API', () => {
     it(`${who.name}: exactly upstream's answers`, async () => {
       const client = await sessionOf(who);
       const problems: string[] = [];
-      for (const [path, rule] of OPERATIONS) {
-        const res = await client.get(path);
+      for (const [path, rule, method = 'GET'] of OPERATIONS) {
+        const res = await client.request(method, path, method === 'GET' ? {} : { body: {} });
         const expected = allowed(rule, who);
         if (expected && (res.status === 401 || res.status === 403)) problems.push(`${path} [${rule}] should be allowed, got ${res.status}`);
         if (!expected && !isRefusal(res)) problems.push(`${path} [${rule}] should be refused with 401, got ${res.status} ${res.text.slice(0, 120)}`);
@@ -114,12 +118,13 @@ describe('operations the fabric API does not serve', () => {
       ['POST', '/routers'], ['PUT', '/routers/x'], ['PATCH', '/routers/x'], ['DELETE', '/routers/x'],
       ['POST', '/services'], ['PUT', '/services/x'], ['PATCH', '/services/x'], ['DELETE', '/services/x'],
       ['POST', '/terminators'], ['PUT', '/terminators/x'], ['PATCH', '/terminators/x'], ['DELETE', '/terminators/x'],
-      ['PATCH', '/links/x'], ['DELETE', '/links/x'], ['DELETE', '/circuits/x'],
+      ['DELETE', '/links/x'], ['DELETE', '/circuits/x'],
     ];
     for (const [method, path] of calls) {
       const res = await admin().request(method, path, { body: {} });
       assertError(res, 405, 'METHOD_NOT_ALLOWED');
-      assert.match(res.body.error.cause.message, /^method \w+ is not allowed, but \[GET\] are$/, `${method} ${path}`);
+      const served = path === '/links/x' ? 'GET,PATCH' : 'GET';
+      assert.equal(res.body.error.cause.message, `method ${method} is not allowed, but [${served}] are`, `${method} ${path}`);
     }
   });
 
@@ -165,7 +170,7 @@ describe('how the fabric API is advertised', () => {
       'GET /circuits listCircuits', 'GET /circuits/{id} detailCircuit', 'GET /links listLinks', 'GET /links/{id} detailLink',
       'GET /routers listRouters', 'GET /routers/{id} detailRouter', 'GET /routers/{id}/terminators listRouterTerminators',
       'GET /services listServices', 'GET /services/{id} detailService', 'GET /services/{id}/terminators listServiceTerminators',
-      'GET /terminators listTerminators', 'GET /terminators/{id} detailTerminator',
+      'GET /terminators listTerminators', 'GET /terminators/{id} detailTerminator', 'PATCH /links/{id} patchLink',
     ]);
     // Also at the fabric root, without credentials (upstream serves an API document there too).
     const root = await tc.http.get('/fabric');

@@ -1,8 +1,10 @@
 /**
  * Fabric API links (`/fabric/v1/links`, `/links/{id}`): the links a connected router reports (here a scripted
- * router sends its RouterLinks), in the fabric linkDetail (no base fields; router references; latencies 0
- * while unmeasured), upstream's link filter fields, paging and sorting, bad filters, unknown ids, and links
- * gone with their router or, when a process died holding it, at the next controller start.
+ * router sends its RouterLinks), in the fabric linkDetail (no base fields; router references; the initial
+ * latency of 65 s on both ends until measured), latencies and costs from the routers' metrics, the link patch
+ * (static cost, down) and its bad input, upstream's link filter fields, paging and sorting, bad filters,
+ * unknown ids, and links gone with their router or, when a process died holding it, at the next controller
+ * start.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,6 +25,15 @@ const fabric: HttpClient = createClient(`https://127.0.0.1:${tc.port}/fabric/v1`
 const NULLS = { allowNullAt: ['/connections'] };
 
 const q = (filter: string) => encodeURIComponent(filter);
+
+/** Each end of a new link counts 65 s until its router has measured it; the cost adds both in milliseconds. */
+const INITIAL_NS = 65_000_000_000;
+const INITIAL_COST = 1 + 65_000 + 65_000;
+
+function metricsMessage(sourceId: string, histograms: Record<string, number>) {
+  const entries = Object.fromEntries(Object.entries(histograms).map(([name, mean]) => [name, { count: 5n, mean, min: 0n, max: 0n }]));
+  return message(CtrlContentType.Metrics, encode('metrics.MetricsMessage', { sourceId, histograms: entries }));
+}
 
 async function linkList(query = ''): Promise<Record<string, any>> {
   const res = await fabric.get(`/links${query ? `?${query}` : ''}`);
@@ -77,14 +88,14 @@ describe('links reported by a router', async () => {
     assert.deepEqual(body.data.map((l: { id: string }) => l.id), [l1, l2]);
     assert.deepEqual(body.data[0], {
       connections: null,
-      cost: 1,
-      destLatency: 0,
+      cost: INITIAL_COST,
+      destLatency: INITIAL_NS,
       destRouter: routerRef(b, bName),
       down: false,
       id: l1,
       iteration: 1,
       protocol: 'tls',
-      sourceLatency: 0,
+      sourceLatency: INITIAL_NS,
       sourceRouter: routerRef(dialer.id, dialer.name),
       state: 'Connected',
       staticCost: 1,
@@ -100,8 +111,8 @@ describe('links reported by a router', async () => {
     assert.deepEqual(await ids('protocol = "dtls"'), [l2]);
     assert.deepEqual(await ids('dialAddress contains "b.test"'), [l1]);
     assert.deepEqual(await ids('iteration > 1'), [l2]);
-    assert.deepEqual(await ids('state = "Connected" and cost = 1 and staticCost >= 1'), [l1, l2]);
-    assert.deepEqual(await ids(`sourceLatency = 0 and destLatency < 1 and id = "${l1}"`), [l1]);
+    assert.deepEqual(await ids(`state = "Connected" and cost = ${INITIAL_COST} and staticCost >= 1`), [l1, l2]);
+    assert.deepEqual(await ids(`sourceLatency = ${INITIAL_NS} and destLatency > 1 and id = "${l1}"`), [l1]);
     for (const filter of ['down = false', 'createdAt > datetime(2020-01-01T00:00:00Z)', 'tags.x = "y"', 'src_router_id = "x"', 'protocol =']) {
       assertError(await fabric.get(`/links?filter=${q(filter)}`), 400, 'INVALID_FILTER');
     }
@@ -123,6 +134,67 @@ describe('links reported by a router', async () => {
     const missing = await fabric.get('/links/no-such-link');
     assertError(missing, 404, 'NOT_FOUND');
     assert.deepEqual(missing.body.error.cause, { code: 'UNHANDLED', message: 'link with id no-such-link not found' });
+  });
+
+  it('takes each end\'s latency from its router\'s metrics: latency plus queue time, the cost in whole milliseconds', async () => {
+    conn.send(metricsMessage(dialer.id, {
+      [`link.${l1}.latency`]: 2_500_000.7,
+      [`link.${l1}.queue_time`]: 600_000,
+      'link.unknown-link.latency': 9_000_000,
+      'ctrl.latency': 4_000_000,
+    }));
+    await eventually(async () => (await fabric.get(`/links/${l1}`)).body.data.sourceLatency === 3_100_000, 'the source latency is measured');
+    const link = (await fabric.get(`/links/${l1}`)).body.data;
+    assert.equal(link.destLatency, INITIAL_NS, 'the other end has not measured it');
+    assert.equal(link.cost, 1 + 3 + 65_000);
+    assert.equal((await fabric.get(`/links/${l2}`)).body.data.cost, INITIAL_COST, 'a link without a histogram keeps its latency');
+    // A histogram without samples (no heartbeat answered yet) measures nothing.
+    conn.send(message(CtrlContentType.Metrics, encode('metrics.MetricsMessage', {
+      sourceId: dialer.id,
+      histograms: { [`link.${l2}.latency`]: { count: 0n, mean: 0 }, [`link.${l1}.latency`]: { count: 9n, mean: 3_100_000 } },
+    })));
+    conn.send(metricsMessage(dialer.id, { [`link.${l1}.latency`]: 3_200_000 }));
+    await eventually(async () => (await fabric.get(`/links/${l1}`)).body.data.sourceLatency === 3_200_000, 'the next metrics are read');
+    assert.equal((await fabric.get(`/links/${l2}`)).body.data.sourceLatency, INITIAL_NS);
+    assert.deepEqual(await ids('sourceLatency < 5000000'), [l1]);
+  });
+
+  it('ignores metrics it can not read, and the channel stays up', async () => {
+    conn.send(message(CtrlContentType.Metrics, Buffer.from([0x42, 0x7f, 0x01])));
+    conn.send(metricsMessage(dialer.id, { [`link.${l1}.latency`]: 1_000_000 }));
+    await eventually(async () => (await fabric.get(`/links/${l1}`)).body.data.sourceLatency === 1_000_000, 'later metrics still count');
+    assert.equal((await fabric.get(`/links/${l1}`)).body.data.cost, 1 + 1 + 65_000);
+  });
+
+  it('lets an operator set a link\'s static cost and take it down; the cost follows', async () => {
+    const patch = await fabric.patch(`/links/${l1}`, { staticCost: 40 });
+    assert.equal(patch.status, 200, patch.text);
+    assert.deepEqual(patch.body, { data: {}, meta: {} });
+    let link = (await fabric.get(`/links/${l1}`)).body.data;
+    assert.deepEqual([link.staticCost, link.cost, link.down], [40, 40 + 1 + 65_000, false]);
+    assert.equal((await fabric.patch(`/links/${l1}`, { down: true, staticCost: null })).status, 200);
+    link = (await fabric.get(`/links/${l1}`)).body.data;
+    assert.deepEqual([link.staticCost, link.down], [40, true], 'null leaves a field as it is');
+    assert.equal((await fabric.patch(`/links/${l1}`, { down: false, staticCost: 1 })).status, 200);
+    link = (await fabric.get(`/links/${l1}`)).body.data;
+    assert.deepEqual([link.staticCost, link.cost, link.down], [1, 1 + 1 + 65_000, false]);
+  });
+
+  it('refuses a bad link patch and changes nothing', async () => {
+    const before = (await fabric.get(`/links/${l1}`)).body.data;
+    for (const body of [{ staticCost: -1 }, { staticCost: 2 ** 31 }]) {
+      const res = await fabric.patch(`/links/${l1}`, body);
+      assertError(res, 400, 'COULD_NOT_VALIDATE');
+      assert.equal(res.body.error.cause.field, 'staticCost', JSON.stringify(body));
+    }
+    // Values of the wrong type fail to decode, as in upstream's Go model.
+    for (const body of [{ staticCost: 1.5 }, { staticCost: 'high' }, { down: 'yes' }]) {
+      const res = await fabric.patch(`/links/${l1}`, body);
+      assertError(res, 400, 'COULD_NOT_PARSE_BODY');
+      assert.match(res.body.error.cause.message, new RegExp(`LinkPatch\\.${Object.keys(body)[0]}`), JSON.stringify(body));
+    }
+    assertError(await fabric.patch('/links/no-such-link', { staticCost: 5 }), 404, 'NOT_FOUND');
+    assert.deepEqual((await fabric.get(`/links/${l1}`)).body.data, before);
   });
 
   it('drops a router\'s links when it disconnects', async () => {

@@ -149,6 +149,10 @@ const samples: { [K in ProtoMessageName]: ProtoMessages[K] } = {
     }],
   },
   'ctrl.UpdateTerminatorRequest': { terminatorId: 't1', updatePrecedence: true, updateCost: true, precedence: ctrl.TerminatorPrecedence.Failed, cost: 100 },
+  'metrics.MetricsMessage': {
+    sourceId: 'r1',
+    histograms: { 'link.l1.latency': { count: 12n, max: 900_000n, mean: 412_345.5, min: 100_000n } },
+  },
   'edge.ServerHello': { version: 'v2.0.0', data: { a: 'b' }, byteData: { k: Buffer.from([1, 2, 3]) } },
   'edge.ClientHello': {
     version: 'v2.0.0',
@@ -361,6 +365,15 @@ describe('forward compatibility', () => {
   it('skips unknown fields, including groups', () => {
     const withUnknown = hex('0a 02 63 31  98 06 01  a2 06 01 ff  10 01  ab 06 08 01 ac 06'); // fields 99, 100, 101 (group)
     assert.deepEqual(decode('ctrl.Unroute', withUnknown), { circuitId: 'c1', now: true });
+  });
+
+  it('a router\'s metrics: sender and histograms read, the fields the controller does not read skipped', () => {
+    // eventId "e" (1), sourceId "r" (2), intValues {"k": 7} (5, unread), histograms {"link.x.latency": {mean: 2.5e6}} (8)
+    const body = hex('0a 01 65  12 01 72  2a 05 0a 01 6b 10 07  42 1b 0a 0e 6c 69 6e 6b 2e 78 2e 6c 61 74 65 6e 63 79  12 09 19 00 00 00 00 d0 12 43 41');
+    assert.deepEqual(decode('metrics.MetricsMessage', body), {
+      sourceId: 'r',
+      histograms: { 'link.x.latency': { count: 0n, max: 0n, mean: 2_500_000, min: 0n } },
+    });
   });
 
   it('keeps the last member of a oneof seen on the wire', () => {
