@@ -393,10 +393,13 @@ export interface RouterConfig {
 /**
  * `ziti create config router edge|fabric --routerName <name> -o <dir>/<name>.yaml` (edge for edge routers, fabric
  * for transit routers) with the controller's host and port as the control endpoint, 127.0.0.1 as the advertised
- * address and free loopback ports; then every `0.0.0.0` bind becomes `127.0.0.1`. Identity files go to the
- * router's folder (ZITI_HOME).
+ * address and free loopback ports; then every `0.0.0.0` bind becomes `127.0.0.1`, and a metrics report interval
+ * is set when asked. Identity files go to the router's folder (ZITI_HOME).
  */
-export async function writeRouterConfig(router: RouterHandle, opts: { edgePort?: number; linkPort?: number } = {}): Promise<RouterConfig> {
+export async function writeRouterConfig(
+  router: RouterHandle,
+  opts: { edgePort?: number; linkPort?: number; metricsReportInterval?: string } = {},
+): Promise<RouterConfig> {
   const c = controller();
   const edgePort = opts.edgePort ?? (await freePort());
   let linkPort = opts.linkPort ?? (await freePort());
@@ -413,7 +416,9 @@ export async function writeRouterConfig(router: RouterHandle, opts: { edgePort?:
       ZITI_ROUTER_CSR_SANS_DNS: 'localhost',
     },
   });
-  const yaml = readFileSync(configFile, 'utf8').replaceAll('0.0.0.0', '127.0.0.1');
+  let yaml = readFileSync(configFile, 'utf8').replaceAll('0.0.0.0', '127.0.0.1');
+  // How often the router sends its metrics (link latencies among them); upstream's default is a minute.
+  if (opts.metricsReportInterval) yaml += `\nmetrics:\n  reportInterval: ${opts.metricsReportInterval}\n`;
   writeFileSync(configFile, yaml);
   return { configFile, edgePort, linkPort };
 }

@@ -1,11 +1,16 @@
 /**
- * A mesh of upstream routers (`ziti router`, v2.0): three edge routers A, B, C whose link groups make a line
- * (A dials B, C dials B; A and C never link). They learn each other from the controller, link, and the controller
- * routes circuits across them:
+ * A mesh of upstream routers (`ziti router`, v2.0): four edge routers whose link groups make two paths from A to C,
+ * through B and through D (A dials B and D, C dials B and D; A and C never link, nor B and D). D costs 100, so
+ * while both paths are up circuits go through B. They learn each other from the controller, link, report their
+ * links' latencies in their metrics (every second here), and the controller routes circuits across them:
  *
- * - an SDK on A reaches a host on C across two links; the session's route path is A, B, C;
- * - B killed mid-exchange ends the circuit, and with no path left dials fail cleanly; B back, dials work again;
- * - B marked `noTraversal` can not carry the circuit; cleared, it can;
+ * - every link's latency is measured at both ends and its cost is its static cost plus both, in milliseconds;
+ * - an SDK on A reaches a host on C across two links; the route path is A, B, C;
+ * - B killed mid-exchange ends the circuit, and new circuits go through D; B back (its new links measured), they
+ *   go through B again;
+ * - a link taken down, or given a static cost above D's, carries no new circuit: they go through D; restored,
+ *   through B;
+ * - B marked `noTraversal` can not carry the circuit (it goes through D); D as well, dials fail; cleared, they work;
  * - two hosts of one service (on A and on C): smart routing prefers the near one, `random` spreads dials over
  *   both, a `required` host wins over a nearer `default` one, a host that goes away fails over to the other;
  *   `ziti edge list terminators` shows both.
@@ -28,20 +33,28 @@ import { enrolledIdentity, routerSuite } from './kit.ts';
 const ONLINE_WITHIN_MS = 30_000;
 const LINKED_WITHIN_MS = 60_000;
 const BIND_WITHIN_MS = 60_000;
+/** Links heartbeat every 10 s; the first answer is the first latency sample, reported within a second. */
+const MEASURED_WITHIN_MS = 45_000;
+/** What each end of a link counts until its router has measured it (nanoseconds). */
+const INITIAL_LATENCY_NS = 65_000_000_000;
 
 const suite = routerSuite({ sdkecho: true });
 let admin: EdgeRest;
+let fabric: EdgeRest;
 let sdkecho = '';
 before(async () => {
   ({ admin, sdkecho } = await suite.ready);
+  fabric = new EdgeRest('fabric');
+  fabric.token = admin.token;
 });
 
+type Name = 'A' | 'B' | 'C' | 'D';
 interface MeshRouter {
   handle: RouterHandle;
   config: RouterConfig;
   run: RouterProcess;
 }
-const routers: Record<'A' | 'B' | 'C', MeshRouter> = {} as never;
+const routers: Record<Name, MeshRouter> = {} as never;
 
 /** Sets the router's link dialer and listener groups: a router dials only listeners that share a group. */
 function setLinkGroups(configFile: string, dialerGroups: string[], listenerGroups: string[]): void {
@@ -51,9 +64,9 @@ function setLinkGroups(configFile: string, dialerGroups: string[], listenerGroup
   writeFileSync(configFile, stringifyYaml(config));
 }
 
-async function startMeshRouter(name: 'A' | 'B' | 'C', dialers: string[], listeners: string[]): Promise<void> {
+async function startMeshRouter(name: Name, dialers: string[], listeners: string[]): Promise<void> {
   const handle = await createEdgeRouter(`mesh-${name.toLowerCase()}`, { roleAttributes: [`mesh-${name.toLowerCase()}`] });
-  const config = await writeRouterConfig(handle);
+  const config = await writeRouterConfig(handle, { metricsReportInterval: '1s' });
   setLinkGroups(config.configFile, dialers, listeners);
   enrollRouter(config.configFile, handle.jwtFile);
   routers[name] = { handle, config, run: startRouter(config.configFile) };
@@ -63,15 +76,36 @@ async function identity(name: string, attribute: string): Promise<string> {
   return (await enrolledIdentity(admin, name, [attribute])).file;
 }
 
-/** Links between two routers as the store has them (either direction). */
+/** The links as the fabric API has them. */
+async function links(): Promise<any[]> {
+  const res = await fabric.get('/links?limit=100');
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body.data as any[];
+}
+
+const joins = (l: any, a: MeshRouter, b: MeshRouter) =>
+  [l.sourceRouter?.id, l.destRouter?.id].sort().join() === [a.handle.id, b.handle.id].sort().join();
+
+/** The link between two routers (either direction), if there is one. */
+async function linkBetween(a: MeshRouter, b: MeshRouter): Promise<any | undefined> {
+  return (await links()).find((l) => joins(l, a, b));
+}
+
 async function linked(a: MeshRouter, b: MeshRouter): Promise<boolean> {
-  const fabric = new EdgeRest('fabric');
-  fabric.token = admin.token;
-  const res = await fabric.get('/links');
-  if (res.status === 200) {
-    return (res.body.data as any[]).some((l) => [l.sourceRouter?.id, l.destRouter?.id].sort().join() === [a.handle.id, b.handle.id].sort().join());
-  }
-  return false;
+  return (await linkBetween(a, b)) !== undefined;
+}
+
+/** Waits until every link has been measured at both ends. */
+async function allMeasured(what: string): Promise<any[]> {
+  return waitFor(async () => {
+    const all = await links();
+    return all.length === 4 && all.every((l) => l.sourceLatency < INITIAL_LATENCY_NS && l.destLatency < INITIAL_LATENCY_NS) ? all : undefined;
+  }, MEASURED_WITHIN_MS, { what, intervalMs: 1000 });
+}
+
+async function patchLink(link: any, body: Record<string, unknown>): Promise<void> {
+  const res = await fabric.request('PATCH', `/links/${link.id}`, body);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
 }
 
 /** One SDK context that dials on command (sdkecho session). */
@@ -79,24 +113,48 @@ function sessionPeer(name: string, identityFile: string, service: string): PeerP
   return startProcess(name, sdkecho, ['session', identityFile, service], { stdin: true });
 }
 
-describe('a line of three routers', () => {
+describe('a mesh of four routers: two paths from A to C', () => {
   let client: PeerProcess;
   let hostC: PeerProcess;
   let hostA: PeerProcess | undefined;
   let clientFile = '';
   let hostAFile = '';
 
-  it('routers link as their groups allow and show online', async () => {
-    // A dials B; C dials B; B dials no one; A's and C's listeners share no group with any dialer but B's.
-    await startMeshRouter('A', ['ab'], ['a-only']);
+  /** Opens a connection (one circuit, kept open), reads its route from the fabric API, closes it: router names. */
+  const routeOfNewCircuit = async (): Promise<string> => {
+    assert.equal(await client.ask('open', 60_000), 'opened');
+    const res = await fabric.get(`/circuits?limit=100&filter=${encodeURIComponent('true sort by createdAt desc')}`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const circuit = (res.body.data as any[])[0];
+    assert.ok(circuit, 'the open connection has a circuit');
+    assert.equal(await client.ask('exchange 2', 30_000), 'ok 2');
+    assert.equal(await client.ask('close', 30_000), 'closed');
+    const byId = new Map(Object.entries(routers).map(([name, r]) => [r.handle.id, name]));
+    return (circuit.path.nodes as any[]).map((n) => byId.get(n.id) ?? n.id).join('');
+  };
+
+  it('routers link as their groups allow, show online, and measure every link', async () => {
+    // A dials B and D; C dials B and D; B and D dial no one; A's and C's listeners share no group with a dialer.
+    await startMeshRouter('A', ['ab', 'ad'], ['a-only']);
     await startMeshRouter('B', ['none'], ['ab', 'bc']);
-    await startMeshRouter('C', ['bc'], ['c-only']);
+    await startMeshRouter('C', ['bc', 'cd'], ['c-only']);
+    await startMeshRouter('D', ['none'], ['ad', 'cd']);
     for (const r of Object.values(routers)) {
       await waitFor(async () => (await admin.edgeRouter(r.handle.id))?.isOnline === true || undefined, ONLINE_WITHIN_MS, { what: `${r.handle.name} online` });
     }
-    await waitFor(() => linked(routers.A, routers.B), LINKED_WITHIN_MS, { what: 'the A-B link' });
-    await waitFor(() => linked(routers.C, routers.B), LINKED_WITHIN_MS, { what: 'the C-B link' });
+    const dCost = await admin.request('PATCH', `/edge-routers/${routers.D.handle.id}`, { cost: 100 });
+    assert.equal(dCost.status, 200, JSON.stringify(dCost.body));
+    for (const [a, b] of [['A', 'B'], ['C', 'B'], ['A', 'D'], ['C', 'D']] as const) {
+      await waitFor(() => linked(routers[a], routers[b]), LINKED_WITHIN_MS, { what: `the ${a}-${b} link` });
+    }
     assert.equal(await linked(routers.A, routers.C), false, 'A and C share no link group');
+    assert.equal(await linked(routers.B, routers.D), false, 'B and D share no link group');
+    // Until measured, each end counts 65 s; the routers' metrics replace that with what they measured.
+    for (const l of await allMeasured('every link measured at both ends')) {
+      assert.ok(l.sourceLatency > 0 && l.destLatency > 0, JSON.stringify(l));
+      assert.equal(l.cost, l.staticCost + Math.trunc(l.sourceLatency / 1e6) + Math.trunc(l.destLatency / 1e6), JSON.stringify(l));
+      assert.ok(l.cost < 100, `a loopback link costs less than D: ${JSON.stringify(l)}`);
+    }
   });
 
   it('an SDK on A reaches a host on C across two links; the route path is A, B, C', async () => {
@@ -114,6 +172,7 @@ describe('a line of three routers', () => {
     client = sessionPeer('mesh-client', clientFile, 'mesh-echo');
     await client.waitForLine('ready', 30_000);
     assert.equal(await client.ask('dial 20', 60_000), 'ok 20');
+    assert.equal(await routeOfNewCircuit(), 'ABC');
     assert.equal(await client.ask('open', 60_000), 'opened');
     assert.equal(await client.ask('exchange 3', 30_000), 'ok 3');
     const sessions = await admin.get(`/sessions?limit=500&filter=${encodeURIComponent('type = "Dial"')}`);
@@ -125,23 +184,50 @@ describe('a line of three routers', () => {
     );
   });
 
-  it('B killed mid-exchange ends the circuit and dials fail without a path; B back, dials work', async () => {
+  it('B killed mid-exchange ends the circuit; new circuits go through D, and through B again once it is back', async () => {
     await routers.B.run.kill9();
     assert.match(await client.ask('exchange 50 50', 60_000), /^error/);
     await waitFor(async () => (await admin.edgeRouter(routers.B.handle.id))?.isOnline === false || undefined, ONLINE_WITHIN_MS);
-    assert.match(await client.ask('dial 1', 60_000), /^error/, 'no path from A to C without B');
+    assert.equal(await client.ask('dial 5', 60_000), 'ok 5');
+    assert.equal(await routeOfNewCircuit(), 'ADC');
     routers.B.run = startRouter(routers.B.config.configFile);
     await waitFor(() => linked(routers.A, routers.B), LINKED_WITHIN_MS, { what: 'the A-B link again' });
     await waitFor(() => linked(routers.C, routers.B), LINKED_WITHIN_MS, { what: 'the C-B link again' });
-    await waitFor(async () => ((await client.ask('dial 5', 60_000)) === 'ok 5') || undefined, 60_000, { what: 'a dial across B again', intervalMs: 1000 });
+    // B's new links count 65 s at each end until measured: D's path stays cheaper until then.
+    await allMeasured("B's new links measured");
+    assert.equal(await routeOfNewCircuit(), 'ABC');
   });
 
-  it('a router marked noTraversal does not carry circuits; cleared, it does', async () => {
-    const patched = await admin.request('PATCH', `/edge-routers/${routers.B.handle.id}`, { noTraversal: true });
-    assert.equal(patched.status, 200, JSON.stringify(patched.body));
-    assert.match(await client.ask('dial 1', 60_000), /^error/);
-    assert.equal((await admin.request('PATCH', `/edge-routers/${routers.B.handle.id}`, { noTraversal: false })).status, 200);
+  it('a link taken down or made costly carries no new circuit; restored, it does (ziti fabric update link, REST)', async () => {
+    const ab = await linkBetween(routers.A, routers.B);
+    zitiCli(['fabric', 'update', 'link', ab.id, '--down']);
+    assert.equal((await linkBetween(routers.A, routers.B)).down, true);
+    assert.equal(await routeOfNewCircuit(), 'ADC', 'A-B is down');
+    zitiCli(['fabric', 'update', 'link', ab.id, '--down=false']);
+    assert.equal((await linkBetween(routers.A, routers.B)).down, false);
+    assert.equal(await routeOfNewCircuit(), 'ABC');
+    zitiCli(['fabric', 'update', 'link', ab.id, '--static-cost', '500']);
+    const costly = await linkBetween(routers.A, routers.B);
+    assert.equal(costly.staticCost, 500);
+    assert.equal(costly.cost, 500 + Math.trunc(costly.sourceLatency / 1e6) + Math.trunc(costly.destLatency / 1e6));
+    assert.equal(await routeOfNewCircuit(), 'ADC', 'A-B costs more than D');
+    await patchLink(ab, { staticCost: 1 });
+    assert.equal(await routeOfNewCircuit(), 'ABC');
+  });
+
+  it('a router marked noTraversal does not carry circuits; with both middles marked, dials fail; cleared, they work', async () => {
+    const noTraversal = async (r: MeshRouter, value: boolean) => {
+      const patched = await admin.request('PATCH', `/edge-routers/${r.handle.id}`, { noTraversal: value });
+      assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    };
+    await noTraversal(routers.B, true);
+    assert.equal(await routeOfNewCircuit(), 'ADC');
+    await noTraversal(routers.D, true);
+    assert.match(await client.ask('dial 1', 60_000), /^error/, 'no router may carry the circuit');
+    await noTraversal(routers.B, false);
+    await noTraversal(routers.D, false);
     assert.equal(await client.ask('dial 3', 60_000), 'ok 3');
+    assert.equal(await routeOfNewCircuit(), 'ABC');
   });
 
   it('two hosts of one service: near first, spread at random, required wins, failover; both listed', async () => {
