@@ -31,10 +31,22 @@ export function callerOf(req: FastifyRequest): Caller {
   return req.caller;
 }
 
+/** Each connection's client certificate chain, read once (connections refuse renegotiation, so it stays). */
+const chains = new WeakMap<object, PeerCertificate[]>();
+
 /** The client certificate chain presented on this connection, leaf first (empty when none). */
 export function peerCertificates(req: FastifyRequest): PeerCertificate[] {
   const socket = req.raw.socket as import('node:tls').TLSSocket;
   if (typeof socket.getPeerCertificate !== 'function') return [];
+  let chain = chains.get(socket);
+  if (!chain) {
+    chain = readChain(socket);
+    chains.set(socket, chain);
+  }
+  return [...chain];
+}
+
+function readChain(socket: import('node:tls').TLSSocket): PeerCertificate[] {
   const chain: PeerCertificate[] = [];
   let cert = socket.getPeerCertificate(true) as import('node:tls').DetailedPeerCertificate;
   const seen = new Set<string>();
