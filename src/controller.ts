@@ -9,6 +9,7 @@ import { configurePasswordHashing } from './auth/password-hash.ts';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { openDatabase, closeDatabase, type Db } from './store/database.ts';
+import { createWalFlusher } from './store/wal-flush.ts';
 import { migrate } from './store/migrate.ts';
 import { loadOrCreatePki, type ControllerPki } from './pki/certificate-authority.ts';
 import { verifiedCertificateFingerprint } from './pki/fingerprint.ts';
@@ -168,6 +169,7 @@ export async function startController(config: Config, options: StartOptions = {}
   // Hash no more passwords at once than this process's share of the cores (src/auth/password-hash.ts).
   configurePasswordHashing({ concurrency: availableParallelism() / Math.max(1, config.workers) });
   const db = openDatabase(join(config.dataDir, 'portcullis.db'));
+  const walFlusher = createWalFlusher(db);
   try {
     const { pki, admin } =
       options.firstStart === false
@@ -312,6 +314,7 @@ export async function startController(config: Config, options: StartOptions = {}
       admission: admissionSettings(config.authLimit, config.writeLimit),
       limits: { headersTimeoutMs: config.headerTimeout * 1000, requestTimeoutMs: config.requestTimeout * 1000, maxConnections: config.maxConnections },
       controlChannel: (socket) => (fabric ? fabric.accept(socket) : socket.destroy()),
+      durable: walFlusher.durable,
     });
     fabric = createFabric({
       db,
@@ -352,10 +355,12 @@ export async function startController(config: Config, options: StartOptions = {}
         services.posture.stop();
         feed.stop();
         controllers.markOffline(instanceId);
+        await walFlusher.close();
         closeDatabase(db);
       },
     };
   } catch (err) {
+    await walFlusher.close();
     closeDatabase(db);
     throw err;
   }

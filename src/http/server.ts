@@ -40,6 +40,11 @@ export interface ServerOptions {
   admission?: AdmissionSettings;
   /** Bounds against slow and greedy clients; Node's defaults when absent. */
   limits?: ConnectionLimits;
+  /**
+   * What a request that may have written waits for before its answer goes out: the store's flush of what it
+   * committed (src/store/wal-flush.ts); undefined when nothing needs flushing.
+   */
+  durable?: () => Promise<void> | undefined;
 }
 
 export interface ConnectionLimits {
@@ -215,6 +220,8 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
     schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
   });
   if (opts.controlChannel) divertControlChannels(app.server as import('node:https').Server, opts.controlChannel);
+  // A connection keeps the client certificate it presented: no renegotiation (so it may be read once per connection).
+  app.server.on('secureConnection', (socket: TLSSocket) => socket.disableRenegotiation());
   if (opts.limits) {
     const server = app.server as import('node:https').Server;
     server.headersTimeout = opts.limits.headersTimeoutMs;
@@ -256,9 +263,22 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   });
 
   // JSON goes out as `application/json` with no charset parameter, as upstream sends it (JSON is UTF-8 by definition).
-  app.addHook('onSend', (_req, reply, payload, done) => {
+  // An answer to a request that may have written waits until what it committed is on disk.
+  const durable = opts.durable;
+  app.addHook('onSend', (req, reply, payload, done) => {
     if (reply.getHeader('content-type') === 'application/json; charset=utf-8') reply.header('content-type', 'application/json');
-    done(null, payload);
+    const flushed = durable && req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'OPTIONS' ? durable() : undefined;
+    if (!flushed) {
+      done(null, payload);
+      return;
+    }
+    flushed.then(
+      () => done(null, payload),
+      (err: Error) => {
+        req.log.error({ err: err.message }, 'the store could not flush a write to disk; the answer is withheld');
+        reply.raw.destroy();
+      },
+    );
   });
 
   registerCors(app);

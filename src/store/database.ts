@@ -1,6 +1,7 @@
 /**
- * Opens the embedded SQLite database: WAL journal, foreign keys enforced, synchronous=FULL so an
- * acknowledged write survives a crash. Registers the SQL functions the filter dialect relies on.
+ * Opens the embedded SQLite database: WAL journal, foreign keys enforced, synchronous=NORMAL (a commit is in
+ * the WAL file when it returns, which survives a crash of the process; answers to writes wait for the WAL to be
+ * flushed to disk, see wal-flush.ts). Registers the SQL functions the filter dialect relies on.
  * This folder is the only code that imports the SQLite driver.
  */
 import BetterSqlite3 from 'better-sqlite3';
@@ -12,7 +13,7 @@ export type Db = BetterSqlite3.Database;
 export type Statement = BetterSqlite3.Statement;
 
 export interface OpenOptions {
-  /** Trade durability for speed (benchmark data loads only). */
+  /** FULL: every commit waits for the disk itself; OFF: no flush at all (benchmark data loads only). */
   synchronous?: 'FULL' | 'NORMAL' | 'OFF';
 }
 
@@ -21,7 +22,7 @@ export function openDatabase(file: string, options: OpenOptions = {}): Db {
   const db = new BetterSqlite3(file);
   db.pragma('journal_mode = WAL');
   db.pragma('foreign_keys = ON');
-  db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+  db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
   db.pragma('busy_timeout = 5000');
   db.pragma('cache_size = -65536');
   db.pragma('temp_store = MEMORY');
