@@ -89,7 +89,9 @@ describe('npm start', () => {
       if (workers) {
         assert.equal(workers.length, 2, `two worker processes and nothing else: ${JSON.stringify(workers)}`);
         for (const argv of workers) {
-          assert.equal(argv[1], join(repo, 'dist', 'main.js'), `a worker runs the compiled entry point: ${argv.join(' ')}`);
+          const entry = argv.indexOf(join(repo, 'dist', 'main.js'));
+          assert.ok(entry > 0, `a worker runs the compiled entry point: ${argv.join(' ')}`);
+          assert.ok(argv.slice(1, entry).includes('--max-semi-space-size=4'), `a worker's young generation is bounded: ${argv.join(' ')}`);
           assert.ok(!argv.some((a) => a.includes('tsx')), `no TypeScript loader in a worker: ${argv.join(' ')}`);
         }
       }
