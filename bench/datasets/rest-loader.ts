@@ -69,7 +69,7 @@ export async function loadThroughApi(target: RestLoadTarget, generated: Generate
     let done = 0;
     await pool(records, inFlight, async (r) => {
       ids.set(r.name, await createOne(api, path, r.name, body(r)));
-      if (++done % 5000 === 0) log(`    ${path}: ${done}/${records.length}`);
+      if (++done % (records.length > 5000 ? 5000 : 25) === 0) log(`    ${path}: ${done}/${records.length} (${((performance.now() - phaseStart) / 1000).toFixed(0)} s)`);
     });
     phase(path, records.length);
   };
@@ -114,8 +114,9 @@ export async function loadThroughApi(target: RestLoadTarget, generated: Generate
 
 /**
  * Creates one record and returns its id. Upstream answers 503 TIMEOUT when a write waited too long for its turn, while
- * the write itself may still be applied: the record is then looked up by name until it appears (bounded), and only
- * a record that never appears is posted again.
+ * the write itself may still be applied: the record is then looked up by name until it appears (bounded; lookups
+ * answered 503/429 while upstream is still busy count as not yet), and only a record that never appears is posted
+ * again.
  */
 async function createOne(api: Api, collection: string, name: string, body: unknown): Promise<string> {
   const byName = `${MANAGEMENT}/${collection}?filter=${encodeURIComponent(`name = ${JSON.stringify(name)}`)}`;
@@ -128,7 +129,11 @@ async function createOne(api: Api, collection: string, name: string, body: unkno
     const deadline = performance.now() + APPEAR_TIMEOUT_MS;
     while (performance.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 2000));
-      const found = (await api.must('GET', byName, undefined, 200)).data as Array<{ id: string }>;
+      // Still busy with the write: the lookup may time out as well; ask again.
+      const look = await api.call('GET', byName);
+      if (look.status === 503 || look.status === 429) continue;
+      if (look.status !== 200) throw new Error(`GET ${byName}: ${look.status} ${JSON.stringify(look.json).slice(0, 300)}`);
+      const found = look.json.data as Array<{ id: string }>;
       if (found[0]) return found[0].id;
     }
   }
