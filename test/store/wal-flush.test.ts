@@ -42,6 +42,15 @@ function gatedSync() {
 
 const tick = () => new Promise((r) => setTimeout(r, 5));
 
+/** Waits (bounded) until the condition holds: a flush starts only once the WAL file is open (thread pool). */
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await tick();
+  }
+}
+
 async function state(p: Promise<unknown>): Promise<'pending' | 'resolved' | 'rejected'> {
   let s: 'pending' | 'resolved' | 'rejected' = 'pending';
   p.then(
@@ -72,8 +81,7 @@ describe('WAL flusher', () => {
     const t = setup(sync);
     t.write();
     const first = t.flusher.durable()!;
-    await tick();
-    assert.equal(gates.length, 1, 'one flush started');
+    await until(() => gates.length === 1, 'the first flush started');
     assert.equal(await state(first), 'pending', 'not answered before the disk has it');
     // Two writes while the first flush runs: both wait for the next flush, which they share.
     t.write();
@@ -83,8 +91,7 @@ describe('WAL flusher', () => {
     assert.equal(second, third);
     gates[0]!.release();
     await first;
-    await tick();
-    assert.equal(gates.length, 2, 'the next flush started when the first ended');
+    await until(() => gates.length === 2, 'the next flush started when the first ended');
     assert.equal(await state(second), 'pending');
     gates[1]!.release();
     await second;
@@ -98,12 +105,12 @@ describe('WAL flusher', () => {
     const t = setup(sync);
     t.write();
     const failing = t.flusher.durable()!;
-    await tick();
+    await until(() => gates.length === 1, 'the flush started');
     gates[0]!.fail(new Error('EIO'));
     await assert.rejects(failing, /EIO/);
     const retry = t.flusher.durable();
     assert.ok(retry, 'the write is still not known to be on disk');
-    await tick();
+    await until(() => gates.length === 2, 'the second flush started');
     gates[1]!.release();
     await retry;
     assert.equal(t.flusher.durable(), undefined);
