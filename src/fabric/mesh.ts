@@ -8,10 +8,10 @@
  * - Links: the router that dialed a link reports it; links are stored (any process may route over them) and
  *   removed on a link fault (the other end is told), when the dialer reports a full list without them, and
  *   when either router goes. A router asked to accept a link verifies the dialer through the controller.
- * - Link costs: a link costs its static cost plus the latency each end measures, in whole milliseconds. Both
- *   ends report the mean of their `link.<id>.latency` (and `.queue_time`) histograms in their metrics; until a
- *   router has, its end counts the initial latency (65 s, as upstream's), so an unmeasured link is the last
- *   choice while a measured one exists.
+ * - Link costs: a link costs its static cost plus the latency each end measures, in whole milliseconds (the
+ *   store keeps the sum, migration 0031). Both ends report the mean of their `link.<id>.latency` (and
+ *   `.queue_time`) histograms in their metrics; until a router has, its end counts the initial latency (65 s, as
+ *   upstream's), so an unmeasured link is the last choice while a measured one exists.
  * - Reaching routers: a router held here is reached on its channel; one held by another process through the
  *   bus (the owner sends and hands back the reply).
  */
@@ -59,14 +59,6 @@ export function decodeListeners(header: Buffer | undefined): LinkListener[] {
 
 /** The latency each end of a new link counts until its router has measured it (nanoseconds). */
 export const INITIAL_LINK_LATENCY_NS = 65_000_000_000;
-
-/** A new link's static cost (the column's default). */
-const NEW_LINK_STATIC_COST = 1;
-
-/** A link's cost: its static cost plus both ends' latencies in whole milliseconds. */
-export function linkCost(staticCost: number, srcLatencyNs: number, dstLatencyNs: number): number {
-  return staticCost + Math.trunc(srcLatencyNs / 1_000_000) + Math.trunc(dstLatencyNs / 1_000_000);
-}
 
 /** What a router's metrics say of one link's latency at its end: latency plus queue time means, if measured. */
 export function measuredLatency(histograms: Record<string, { mean: number; count: bigint }>, linkId: string): number | undefined {
@@ -196,8 +188,8 @@ export function createMesh(options: MeshOptions) {
     const at = now().toISOString();
     const upsert = prepare(
       db,
-      `INSERT INTO links (id, src_router_id, dst_router_id, protocol, dial_address, iteration, state, down, owner, created_at, updated_at, src_latency, dst_latency, cost)
-       VALUES (?, ?, ?, ?, ?, ?, 'Connected', 0, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO links (id, src_router_id, dst_router_id, protocol, dial_address, iteration, state, down, owner, created_at, updated_at, src_latency, dst_latency)
+       VALUES (?, ?, ?, ?, ?, ?, 'Connected', 0, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET iteration = excluded.iteration, state = 'Connected', down = 0, owner = excluded.owner, updated_at = excluded.updated_at`,
     );
     const routers = new Set(prepare(db, 'SELECT id FROM routers').pluck().all() as string[]);
@@ -207,7 +199,7 @@ export function createMesh(options: MeshOptions) {
         if (!link.id || !routers.has(link.destRouterId) || link.destRouterId === routerId) continue;
         if (!known.get(link.id)) log.info({ linkId: link.id, from: routerId, to: link.destRouterId, protocol: link.linkProtocol }, 'link up');
         upsert.run(link.id, routerId, link.destRouterId, link.linkProtocol, link.dialAddress, link.iteration, bus.self, at, at,
-          INITIAL_LINK_LATENCY_NS, INITIAL_LINK_LATENCY_NS, linkCost(NEW_LINK_STATIC_COST, INITIAL_LINK_LATENCY_NS, INITIAL_LINK_LATENCY_NS));
+          INITIAL_LINK_LATENCY_NS, INITIAL_LINK_LATENCY_NS);
       }
       if (report.fullRefresh) {
         const listed = new Set(report.links.map((l) => l.id));
@@ -230,14 +222,14 @@ export function createMesh(options: MeshOptions) {
       log.warn({ routerId, err: (err as Error).message }, 'unreadable metrics from a router');
       return;
     }
-    const rows = prepare(db, 'SELECT id, src_router_id, static_cost, src_latency, dst_latency FROM links WHERE src_router_id = ? OR dst_router_id = ?').all(routerId, routerId) as Array<{
+    const rows = prepare(db, 'SELECT id, src_router_id, src_latency, dst_latency FROM links WHERE src_router_id = ? OR dst_router_id = ?').all(routerId, routerId) as Array<{
       id: string;
       src_router_id: string;
-      static_cost: number;
       src_latency: number;
       dst_latency: number;
     }>;
-    const update = prepare(db, 'UPDATE links SET src_latency = ?, dst_latency = ?, cost = ? WHERE id = ?');
+    // The link's cost follows in the store (migration 0031).
+    const update = prepare(db, 'UPDATE links SET src_latency = ?, dst_latency = ? WHERE id = ?');
     db.transaction(() => {
       for (const row of rows) {
         const measured = measuredLatency(report.histograms, row.id);
@@ -246,7 +238,7 @@ export function createMesh(options: MeshOptions) {
         const src = atSource ? measured : row.src_latency;
         const dst = atSource ? row.dst_latency : measured;
         if (src === row.src_latency && dst === row.dst_latency) continue;
-        update.run(src, dst, linkCost(row.static_cost, src, dst), row.id);
+        update.run(src, dst, row.id);
       }
     }).immediate();
   }

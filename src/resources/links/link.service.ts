@@ -75,8 +75,8 @@ export function createLinkService(db: Db) {
       assertFound(row, 'link', id);
       const staticCost = body.staticCost ?? row!.static_cost;
       const down = body.down === undefined || body.down === null ? row!.down : body.down ? 1 : 0;
-      prepare(db, 'UPDATE links SET static_cost = ?, cost = ? + src_latency / 1000000 + dst_latency / 1000000, down = ?, updated_at = ? WHERE id = ?').run(
-        staticCost, staticCost, down, new Date().toISOString(), id);
+      // The cost follows in the store (migration 0031).
+      prepare(db, 'UPDATE links SET static_cost = ?, down = ?, updated_at = ? WHERE id = ?').run(staticCost, down, new Date().toISOString(), id);
     }).immediate();
   }
 
