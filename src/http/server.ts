@@ -267,18 +267,22 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   const durable = opts.durable;
   app.addHook('onSend', (req, reply, payload, done) => {
     if (reply.getHeader('content-type') === 'application/json; charset=utf-8') reply.header('content-type', 'application/json');
-    const flushed = durable && req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'OPTIONS' ? durable() : undefined;
+    const withhold = (err: unknown) => {
+      req.log.error({ err: err instanceof Error ? err.message : String(err) }, 'the store could not flush a write to disk; the answer is withheld');
+      reply.raw.destroy();
+    };
+    let flushed: Promise<void> | undefined;
+    try {
+      flushed = durable && req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'OPTIONS' ? durable() : undefined;
+    } catch (err) {
+      withhold(err);
+      return;
+    }
     if (!flushed) {
       done(null, payload);
       return;
     }
-    flushed.then(
-      () => done(null, payload),
-      (err: Error) => {
-        req.log.error({ err: err.message }, 'the store could not flush a write to disk; the answer is withheld');
-        reply.raw.destroy();
-      },
-    );
+    flushed.then(() => done(null, payload), withhold);
   });
 
   registerCors(app);
