@@ -8,6 +8,8 @@
  * Anything pending makes the session partial and is listed as an auth query (TOTP first). At
  * authentication a pending signer is also announced in a `WWW-Authenticate` header of the secondary realm.
  */
+import { covers } from './rights.ts';
+import { identityRights } from '../resources/identities/identity-rights.ts';
 import type { Db } from '../store/database.ts';
 import { prepare } from '../store/entity-table.ts';
 import type { AuthPolicyReader, SecondarySettings } from './auth-policy-reader.ts';
@@ -71,8 +73,10 @@ export function createSecondaryFactors(deps: { db: Db; policies: AuthPolicyReade
         continue;
       }
       const value = resolveClaim(claims, signer.claimsProperty);
-      if (typeof value === 'string' && identityOf(signer.useExternalId, value) === identityId) return 'ok';
-      // A valid token of somebody else does not prove this identity.
+      // A signer proves only identities whose rights its stamped rights cover (auth/rights.ts).
+      const trusted = () => identityRights(db, identityId).every((owner) => covers(signer.trust, owner));
+      if (typeof value === 'string' && identityOf(signer.useExternalId, value) === identityId && trusted()) return 'ok';
+      // A valid token of somebody else, or from a signer not trusted for this identity, does not prove it.
       if (outcome === 'missing') outcome = 'invalid';
     }
     return outcome;

@@ -16,8 +16,8 @@ import { IdParams, ListQuery, RoleListQuery, listRequest } from './list-params.t
 export interface CrudService {
   list(req: ReturnType<typeof listRequest>): ListResult;
   get(id: string): Values;
-  create?(body: Record<string, unknown>): string | Promise<string>;
-  update?(id: string, body: Record<string, unknown>, mode: 'put' | 'patch'): void | Promise<void>;
+  create?(body: Record<string, unknown>, extra?: Values): string | Promise<string>;
+  update?(id: string, body: Record<string, unknown>, mode: 'put' | 'patch', extra?: Values): void | Promise<void>;
   remove?(id: string): void;
   present(values: Values): Record<string, unknown>;
 }
@@ -39,6 +39,13 @@ export interface CrudOptions {
   access?: { read: Access; write?: Access };
   /** Rewrites create, put and patch bodies before validation (see RouteSpec.normalizeBody). */
   normalizeBody?: (body: unknown) => unknown;
+  /** What the caller is shown of each presented record, in lists and details (e.g. secrets withheld). */
+  shownTo?: (req: FastifyRequest, item: Record<string, unknown>) => Record<string, unknown>;
+  /**
+   * Stored values a write derives from its caller (e.g. the rights of who last changed a record), merged into
+   * the record by create, put and patch; undefined adds nothing.
+   */
+  stamp?: (req: FastifyRequest, mode: 'create' | 'put' | 'patch') => Values | undefined;
 }
 
 export function crudRoutes(resource: Resource, service: CrudService, opts: CrudOptions): RouteSpec[] {
@@ -52,6 +59,7 @@ export function crudRoutes(resource: Resource, service: CrudService, opts: CrudO
   const routes: RouteSpec[] = [];
   const body = (req: FastifyRequest) => (req.body ?? {}) as Record<string, unknown>;
   const id = (req: FastifyRequest) => (req.params as { id: string }).id;
+  const shown = (req: FastifyRequest, values: Values) => (opts.shownTo ? opts.shownTo(req, service.present(values)) : service.present(values));
 
   if (ops.has('list')) {
     routes.push({
@@ -61,7 +69,7 @@ export function crudRoutes(resource: Resource, service: CrudService, opts: CrudO
       response: { 200: listEnvelope(detail) },
       handler: (req) => {
         const r = service.list(listRequest(req));
-        return list(r.items.map(service.present), r.page, r.filterableFields);
+        return list(r.items.map((item) => shown(req, item)), r.page, r.filterableFields);
       },
     });
   }
@@ -72,7 +80,8 @@ export function crudRoutes(resource: Resource, service: CrudService, opts: CrudO
       body: resource.schemas.create as TSchema, normalizeBody: opts.normalizeBody,
       response: { 201: createEnvelope },
       handler: async (req, reply) => {
-        const newId = await service.create!(body(req));
+        const extra = opts.stamp?.(req, 'create');
+        const newId = await (extra ? service.create!(body(req), extra) : service.create!(body(req)));
         return reply.code(201).send(created(newId, resource.links(newId)));
       },
     });
@@ -82,7 +91,7 @@ export function crudRoutes(resource: Resource, service: CrudService, opts: CrudO
       method: 'GET', url: `${base}/:id`, operationId: `detail${singular}`, tag: opts.tag, summary: `Retrieve a ${resource.singular}`,
       access: rule('read'), params: IdParams,
       response: { 200: detailEnvelope(detail) },
-      handler: (req) => ok(service.present(service.get(id(req)))),
+      handler: (req) => ok(shown(req, service.get(id(req)))),
     });
   }
   for (const mode of ['update', 'patch'] as const) {
@@ -94,7 +103,9 @@ export function crudRoutes(resource: Resource, service: CrudService, opts: CrudO
       access: rule('update'), params: IdParams, body: schema, normalizeBody: opts.normalizeBody,
       response: { 200: emptyEnvelope },
       handler: async (req) => {
-        await service.update!(id(req), body(req), mode === 'update' ? 'put' : 'patch');
+        const writeMode = mode === 'update' ? 'put' : 'patch';
+        const extra = opts.stamp?.(req, writeMode);
+        await (extra ? service.update!(id(req), body(req), writeMode, extra) : service.update!(id(req), body(req), writeMode));
         return empty();
       },
     });

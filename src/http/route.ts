@@ -8,7 +8,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 
 import type { TSchema } from '@sinclair/typebox';
 import { ApiError } from '../errors.ts';
 import { authenticateRequest, type SessionResolver } from './authenticate-request.ts';
-import { authenticationOf, permits, type Access } from '../auth/permissions.ts';
+import { authenticationOf, isAdmin, permits, type Access, type PermissionHolder } from '../auth/permissions.ts';
+import { covers, refusedOver } from '../auth/rights.ts';
 
 export interface RouteSpec {
   method: HTTPMethods;
@@ -22,6 +23,13 @@ export interface RouteSpec {
    * a refusal answers 401 UNAUTHORIZED as upstream does.
    */
   access: Access;
+  /**
+   * The identities the operation acts on (changes, enrolls, resets, or reveals the secrets of), for callers
+   * that are not admins: after the access rule passed, such a caller must also hold every right each of them
+   * holds (`covers` in auth/rights.ts), or is refused with 401 naming `action`. Targets that do not exist are
+   * left to the handler (404).
+   */
+  actsOn?: { action: string; targets: (req: FastifyRequest) => Iterable<PermissionHolder> };
   body?: TSchema;
   /** Rewrites the parsed body before validation, for client quirks the operation accepts (rarely needed). */
   normalizeBody?: (body: unknown) => unknown;
@@ -134,12 +142,16 @@ export function mountApi(app: FastifyInstance, api: ApiDefinition, resolveSessio
           if (route.normalizeBody && req.body !== undefined) req.body = route.normalizeBody(req.body);
         }, done),
       // The session hook already decided `partial` and `session`; every other rule checks the caller here.
-      preHandler: mode === 'public' || route.access === mode
+      preHandler: mode === 'public' || (route.access === mode && !route.actsOn)
         ? undefined
         : (req, _reply, done) =>
             settle(() => {
               const caller = req.caller;
               if (!caller || !permits(route.access, caller.identity, caller.isPartial)) throw new ApiError('UNAUTHORIZED');
+              if (!route.actsOn || isAdmin(caller.identity)) return;
+              for (const target of route.actsOn.targets(req)) {
+                if (!covers(caller.identity, target)) throw refusedOver(route.actsOn.action, target);
+              }
             }, done),
       handler: async (req, reply) => route.handler(req, reply),
     });

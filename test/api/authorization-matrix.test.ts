@@ -6,6 +6,9 @@
  * route declarations (`test/support/upstream-access.ts`), never from the project's own: refusals must be
  * upstream's 401 UNAUTHORIZED error (with the "missing" challenge when no session was sent); allowed calls may
  * answer anything but 401/403 (a 404 for the placeholder id counts as allowed).
+ *
+ * The matrix's escalation section, what a permission value can do to identities with more rights than its
+ * holder once an operation let it through, is `authorization-escalation.test.ts`.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,20 +17,10 @@ import { startTestController, type TestController } from '../support/controller.
 import { createUserWithPassword } from '../support/factories.ts';
 import { createClient, type HttpClient, type HttpResponse } from '../support/client.ts';
 import { basePath, operationProbes, type OperationProbe } from '../support/operation-probes.ts';
-import { upstreamAccess } from '../support/upstream-access.ts';
+import { expectedAllowed, PERMISSION_VALUES, upstreamAccess, type AccessProfile } from '../support/upstream-access.ts';
 import type { ApiName } from '../support/reference-spec.ts';
 
 const tc: TestController = await startTestController();
-
-/** Every permission value an identity can hold (seeds: the fixed vocabulary). */
-const RESOURCES = [
-  'auth-policy', 'ca', 'config', 'config-type', 'edge-router-policy', 'enrollment', 'external-jwt-signer', 'identity',
-  'posture-check', 'router', 'service', 'service-edge-router-policy', 'service-policy', 'terminator',
-];
-const PERMISSION_VALUES = [
-  ...RESOURCES.flatMap((r) => [r, `${r}.read`, `${r}.create`, `${r}.update`, `${r}.delete`]),
-  'ops', 'ops.read', 'ops.update', 'ops.delete',
-];
 
 /**
  * Operations that authenticate by the client certificate presented over mutual TLS: without one they answer
@@ -44,27 +37,7 @@ const NEEDS_CLIENT_CERTIFICATE = new Map([
  */
 const NON_ADMIN_HANDLER_REFUSALS = new Map([['PUT /identities/{id}', /non-admins may not use the PUT method/]]);
 
-interface Profile {
-  name: string;
-  partial?: boolean;
-  admin?: boolean;
-  permissions: string[];
-}
-
-/** Whether upstream lets a caller of this profile through the rule (undefined profile: no session at all). */
-function expectedAllowed(rule: string, who: Profile | undefined): boolean {
-  if (rule === 'public') return true;
-  if (!who) return false;
-  if (rule === 'partial') return true;
-  if (who.partial) return false;
-  if (rule === 'session' || who.admin) return true;
-  const held = who.permissions;
-  if (rule === 'admin') return false;
-  if (rule === 'admin-read') return held.includes('admin_readonly');
-  const dot = rule.lastIndexOf('.');
-  const [resource, action] = [rule.slice(0, dot), rule.slice(dot + 1)];
-  return (action === 'read' && held.includes('admin_readonly')) || held.includes(resource) || held.includes(rule);
-}
+type Profile = AccessProfile;
 
 const key = (p: OperationProbe) => `${p.method} ${p.path}`;
 const isLogout = (p: OperationProbe) => key(p) === 'DELETE /current-api-session';

@@ -270,3 +270,36 @@ export const upstreamAccess: Record<'client' | 'management', Record<string, Expe
     'GET /version': 'public',
   },
 };
+
+/** Every permission value an identity can hold (seeds: the fixed vocabulary). */
+export const PERMISSION_RESOURCES = [
+  'auth-policy', 'ca', 'config', 'config-type', 'edge-router-policy', 'enrollment', 'external-jwt-signer', 'identity',
+  'posture-check', 'router', 'service', 'service-edge-router-policy', 'service-policy', 'terminator',
+];
+export const PERMISSION_VALUES = [
+  ...PERMISSION_RESOURCES.flatMap((r) => [r, `${r}.read`, `${r}.create`, `${r}.update`, `${r}.delete`]),
+  'ops', 'ops.read', 'ops.update', 'ops.delete',
+];
+
+/** A caller as the matrix sees it: its session kind and what it holds. */
+export interface AccessProfile {
+  name: string;
+  partial?: boolean;
+  admin?: boolean;
+  permissions: string[];
+}
+
+/** Whether upstream lets a caller of this profile through the rule (undefined profile: no session at all). */
+export function expectedAllowed(rule: string, who: AccessProfile | undefined): boolean {
+  if (rule === 'public') return true;
+  if (!who) return false;
+  if (rule === 'partial') return true;
+  if (who.partial) return false;
+  if (rule === 'session' || who.admin) return true;
+  const held = who.permissions;
+  if (rule === 'admin') return false;
+  if (rule === 'admin-read') return held.includes('admin_readonly');
+  const dot = rule.lastIndexOf('.');
+  const [resource, action] = [rule.slice(0, dot), rule.slice(dot + 1)];
+  return (action === 'read' && held.includes('admin_readonly')) || held.includes(resource) || held.includes(rule);
+}

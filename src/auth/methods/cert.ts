@@ -12,7 +12,8 @@
  * A chain ending at a third-party CA with an `externalIdClaim` identifies the identity by externalId
  * (authenticator id `internal`); otherwise the leaf's fingerprint names the cert authenticator. Then the
  * identity must be enabled, its auth policy must allow certificates, and an expired leaf is refused unless
- * the policy allows expired certificates. Every failure is 401 INVALID_AUTH. A pending request-extend flag
+ * the policy allows expired certificates. A chain ending at a third-party CA logs in only identities whose
+ * rights the CA's stamped rights cover (auth/rights.ts). Every failure is 401 INVALID_AUTH. A pending request-extend flag
  * of the authenticator is carried into the new session (and announced in a response header).
  */
 import { ApiError } from '../../errors.ts';
@@ -27,7 +28,8 @@ import {
   type ParsedCertificate,
 } from '../../pki/certificate-chain.ts';
 import type { IdentityService } from '../../resources/identities/identity.service.ts';
-import type { CaService } from '../../resources/cas/ca.service.ts';
+import type { CaService, TrustedCa } from '../../resources/cas/ca.service.ts';
+import { covers } from '../rights.ts';
 import { externalIdFrom } from '../../resources/cas/external-id-claim.ts';
 import { systemClock, type Clock } from '../../resources/entity-service.ts';
 import type { AuthPolicyReader } from '../auth-policy-reader.ts';
@@ -79,14 +81,16 @@ export function createCertMethod(deps: CertMethodDeps): AuthMethod {
 
       let improperClientCertChain = false;
       let externalId: string | undefined;
+      // The third-party CA the chain ends at, if any: it logs in only identities its stamped rights cover.
+      let thirdPartyCa: TrustedCa | undefined;
       const resolvedToRoot = verifyChain(leaf, { roots: selfSignedRoots, intermediates }) !== undefined;
       if (!resolvedToRoot) {
         if (verifyChain(leaf, { roots: bundle, intermediates })) improperClientCertChain = true;
         else {
-          const ca = deps.cas.authPool().find((candidate) => verifyChain(leaf, { roots: [candidate.certificates[0]], intermediates }));
-          if (!ca) throw refused();
+          thirdPartyCa = deps.cas.authPool().find((candidate) => verifyChain(leaf, { roots: [candidate.certificates[0]], intermediates }));
+          if (!thirdPartyCa) throw refused();
           // A claim that yields nothing falls back to the fingerprint lookup, as upstream.
-          if (ca.externalIdClaim) externalId = externalIdFrom(ca.externalIdClaim, leaf);
+          if (thirdPartyCa.externalIdClaim) externalId = externalIdFrom(thirdPartyCa.externalIdClaim, leaf);
         }
       }
 
@@ -131,6 +135,7 @@ export function createCertMethod(deps: CertMethodDeps): AuthMethod {
         const identity = deps.identities.summary(identityId);
         const policy = identity ? deps.policies.primary(identity.authPolicyId) : undefined;
         if (!identity || identity.disabled || !policy || !policy.cert.allowed) throw refused();
+        if (thirdPartyCa && !covers(thirdPartyCa.trust, identity)) throw refused();
         if (!policy.cert.allowExpiredCerts && !isValidAt(leaf, clock.now())) throw refused();
         return { identityId, authenticatorId, ...flags };
       }

@@ -2,8 +2,8 @@
  * `method=ext-jwt` (auth.md §1.5): the caller proves itself with a JWT from an external signer, sent as
  * `Authorization: Bearer <jwt>`. Each bearer token (at most three) is bound to the signer whose issuer
  * equals its `iss`; tokens that bind to no enabled signer are ignored. The first token that verifies,
- * names an existing enabled identity (by id, or by externalId when the signer says so) and is allowed by
- * that identity's auth policy wins, with authenticator id `extJwtId:<signerId>`.
+ * names an existing enabled identity (by id, or by externalId when the signer says so) whose rights the
+ * signer's stamped rights cover (auth/rights.ts) and is allowed by that identity's auth policy wins, with authenticator id `extJwtId:<signerId>`.
  *
  * Failure is 401 UNAUTHORIZED (not INVALID_AUTH) with a `WWW-Authenticate` header in the primary realm
  * saying why: `expired`, `invalid`, or `missing` (also when tokens verified but led nowhere). With no
@@ -11,6 +11,7 @@
  * audience does not match is `invalid`.
  */
 import { ApiError } from '../../errors.ts';
+import { covers } from '../rights.ts';
 import type { Db } from '../../store/database.ts';
 import { prepare } from '../../store/entity-table.ts';
 import type { IdentityService } from '../../resources/identities/identity.service.ts';
@@ -79,7 +80,8 @@ export function createExtJwtMethod(deps: {
         }
         const identityId = identityFor(signer, claimValue);
         const identity = identityId ? identities.summary(identityId) : undefined;
-        if (!identity || identity.disabled) continue;
+        // A signer logs in only identities whose rights are covered by whoever last set its keys and claims.
+        if (!identity || identity.disabled || !covers(signer.trust, identity)) continue;
         const policy = policies.primary(identity.authPolicyId || 'default');
         if (!policy || !policy.extJwt.allowed) continue;
         const allowed = policy.extJwt.allowedSigners ?? [];

@@ -10,6 +10,7 @@
  * - with an `externalIdClaim` on the CA: the identity carries the claimed externalId and no authenticator
  *   (logins are matched by externalId); otherwise a `cert` authenticator holds the leaf's fingerprint.
  */
+import { mayCreateIdentities } from '../../auth/rights.ts';
 import { ApiError } from '../../errors.ts';
 import { newShortId } from '../../ids.ts';
 import { prepare, insertEntity } from '../../store/entity-table.ts';
@@ -64,6 +65,10 @@ export function createCaEnrollMethod(deps: CaEnrollDeps): EnrollMethod {
       const chain = presentedChain(input.peerCertificates);
       const ca = chain ? firstValidatingCa(chain) : undefined;
       if (!chain || !ca) throw new ApiError('CERT_FAILED_VALIDATION');
+      // Auto enrollment creates an identity with the CA's roles: only a CA last set by a caller who may create identities does it.
+      if (!mayCreateIdentities(ca.trust)) {
+        throw new ApiError('ENROLLMENT_CA_NOT_VALID', { cause: { code: 'UNHANDLED', message: 'the CA was last changed by a caller who may not create identities' } });
+      }
       const leaf = chain[0];
       let externalId: string | undefined;
       if (ca.externalIdClaim) {

@@ -6,6 +6,8 @@
  * ottca enrollment and, as the seed contract requires (upstream does not), be verified. The enrollment is
  * consumed in the transaction that creates the authenticator.
  */
+import { covers } from '../../auth/rights.ts';
+import { identityRights } from '../../resources/identities/identity-rights.ts';
 import { ApiError } from '../../errors.ts';
 import { withTransaction } from '../../store/transaction.ts';
 import type { Db } from '../../store/database.ts';
@@ -29,6 +31,10 @@ export function createOttcaEnrollMethod(deps: { db: Db; cas: CaService; clock?: 
         throw new ApiError('ENROLLMENT_CA_NOT_VALID', {
           cause: { code: 'UNHANDLED', message: ca.isVerified ? 'the CA does not allow ottca enrollment' : 'the CA is not verified' },
         });
+      }
+      // The CA's key holder becomes the identity: only a CA whose stamped rights cover the identity enrolls it.
+      if (!identityRights(deps.db, enrollment.identityId).every((owner) => covers(ca.trust, owner))) {
+        throw new ApiError('ENROLLMENT_CA_NOT_VALID', { cause: { code: 'UNHANDLED', message: 'the CA was last changed by a caller without the rights of this identity' } });
       }
       const chain = presentedChain(input.peerCertificates);
       const verified = chain ? chainToCa(chain, ca, clock.now()) : undefined;

@@ -17,6 +17,7 @@
  * The certificate is signed before the write transaction; the transaction re-checks the externalId so two
  * concurrent enrollments with one token can not both create an identity.
  */
+import { mayCreateIdentities } from '../../auth/rights.ts';
 import { ApiError } from '../../errors.ts';
 import { newShortId } from '../../ids.ts';
 import { parseCsr } from '../../pki/csr.ts';
@@ -143,6 +144,8 @@ export function createTokenEnrollMethod(deps: TokenEnrollDeps): EnrollMethod {
       const toCert = csrPem.trim() !== '';
       if (toCert && !signer.enrollToCertEnabled) throw notAllowed(`the token issuer ${signer.name} does not allow enrollment to a certificate`);
       if (!toCert && !signer.enrollToTokenEnabled) throw notAllowed(`the token issuer ${signer.name} does not allow enrollment to a token`);
+      // Enrolling creates an identity: only a signer last set by a caller who may create identities does it.
+      if (!mayCreateIdentities(signer.trust)) throw notAllowed(`the token issuer ${signer.name} was last changed by a caller who may not create identities`);
 
       const policyId = signer.enrollAuthPolicyId || 'default';
       const policy = policySettings(policyId);

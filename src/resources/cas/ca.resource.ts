@@ -7,6 +7,7 @@
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import { defineResource, nameField } from '../define-resource.ts';
+import { RightsSchema } from '../../auth/rights.ts';
 import { Roles } from '../common.schema.ts';
 
 const nullableEnum = (values: string[]) => Type.Unsafe<string | null>({ type: ['string', 'null'], enum: [...values, null] });
@@ -63,7 +64,8 @@ export const caResource = defineResource({
     externalIdClaim: {
       schema: ExternalIdClaimSchema, read: Type.Unsafe({ type: 'object', properties: claimProperties }), column: 'external_id_claim', kind: 'json',
       create: 'optional', put: 'optional', patch: true, nullable: true, default: null,
-    },
+    },    // Who last set what the record authenticates (auth/rights.ts); never read or written by clients.
+    trustRights: { schema: RightsSchema, read: false, column: 'trust_rights', kind: 'json' },
   },
 });
 

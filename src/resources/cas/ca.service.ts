@@ -21,6 +21,7 @@ import {
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
 import { caResource, DEFAULT_IDENTITY_NAME_FORMAT } from './ca.resource.ts';
 import { completeClaim, validateExternalIdClaim, CLAIM_FIELDS, type ExternalIdClaim } from './external-id-claim.ts';
+import { intersect, parseRights, type Rights } from '../../auth/rights.ts';
 
 /** A CA as the trust decisions see it. */
 export interface TrustedCa {
@@ -34,6 +35,8 @@ export interface TrustedCa {
   identityRoles: string[];
   identityNameFormat: string;
   externalIdClaim: ExternalIdClaim | null;
+  /** The rights of whoever last set whom the CA authenticates: it logs in and enrolls only identities they cover. */
+  trust: Rights;
   /** Every certificate of the CA's certPem, the CA itself first. */
   certificates: ParsedCertificate[];
 }
@@ -129,16 +132,18 @@ export function createCaService(deps: CaServiceDeps) {
       identityRoles: (values.identityRoles as string[] | null) ?? [],
       identityNameFormat: (values.identityNameFormat as string) || DEFAULT_IDENTITY_NAME_FORMAT,
       externalIdClaim: (values.externalIdClaim as ExternalIdClaim | null) ?? null,
+      trust: parseRights(values.trustRights),
       certificates: readCertificateBundle(values.certPem as string),
     };
   }
 
-  function create(body: Record<string, unknown>): string {
+  function create(body: Record<string, unknown>, stamped: Values = {}): string {
     const certificates = parseCaCertificates(body.certPem);
     const identityRoles = checkIdentityRoles(body.identityRoles);
     const externalIdClaim = claimFromBody(body.externalIdClaim);
     const format = typeof body.identityNameFormat === 'string' && body.identityNameFormat !== '' ? body.identityNameFormat : DEFAULT_IDENTITY_NAME_FORMAT;
     return entities.create(body, {
+      ...stamped,
       identityRoles,
       identityNameFormat: format,
       externalIdClaim,
@@ -148,9 +153,9 @@ export function createCaService(deps: CaServiceDeps) {
     });
   }
 
-  function update(id: string, body: Record<string, unknown>, mode: 'put' | 'patch'): void {
+  function update(id: string, body: Record<string, unknown>, mode: 'put' | 'patch', stamped: Values = {}): void {
     const existing = entities.get(id);
-    const extra: Values = {};
+    const extra: Values = { ...stamped };
     if (body.identityRoles !== undefined && body.identityRoles !== null) extra.identityRoles = checkIdentityRoles(body.identityRoles);
     if (body.identityNameFormat === '') extra.identityNameFormat = DEFAULT_IDENTITY_NAME_FORMAT;
     if (mode === 'put') {
@@ -183,7 +188,7 @@ export function createCaService(deps: CaServiceDeps) {
   }
 
   /** `POST /cas/{id}/verify`: proof that the operator holds the CA key (enrollment.md §4.3). */
-  function verify(id: string, body: unknown): void {
+  function verify(id: string, body: unknown, verifier: Rights): void {
     const ca = entities.get(id);
     if (ca.isVerified) throw new ApiError('CA_ALREADY_VERIFIED');
     const text = typeof body === 'string' ? body : '';
@@ -206,7 +211,8 @@ export function createCaService(deps: CaServiceDeps) {
     if (!issuedBy(certificate, caCertificate) || !isValidAt(certificate, now) || !isValidAt(caCertificate, now)) {
       throw new ApiError('CERTIFICATE_FAILED_VALIDATION');
     }
-    entities.update(id, {}, 'patch', { isVerified: true });
+    // Whoever can make the proof holds the CA key: the CA keeps only the rights its verifier holds too.
+    entities.update(id, {}, 'patch', { isVerified: true, trustRights: intersect(parseRights(ca.trustRights), verifier) });
   }
 
   /** The static CA auto-enrollment JWT (enrollment.md §1.6): `em: ca`, no expiry, signed with the TLS key. */

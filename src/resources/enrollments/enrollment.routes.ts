@@ -12,18 +12,32 @@ import { created, createEnvelope, empty, emptyEnvelope, list, listEnvelope } fro
 import { callerOf } from '../../http/caller.ts';
 import type { EnrollmentService } from '../../enrollment/enrollment.service.ts';
 import { enrollmentResource } from './enrollment.resource.ts';
+import { enrollmentShownTo } from './enrollment-secrets.ts';
+import { onIdentity } from '../identities/identity-rights.ts';
+import type { Db } from '../../store/database.ts';
+import type { FastifyRequest } from 'fastify';
 
 const ExpiresAtBody = Type.Object({ expiresAt: Type.String({ format: 'date-time' }) });
 const RequestExtendBody = Type.Unsafe<{ rollKeys?: boolean } | null>({ type: ['object', 'null'], properties: { rollKeys: Type.Boolean() } });
 
-export function enrollmentRoutes(enrollments: EnrollmentService): RouteSpec[] {
+export function enrollmentRoutes(db: Db, enrollments: EnrollmentService): RouteSpec[] {
   const id = (req: { params: unknown }) => (req.params as { id: string }).id;
   const body = (req: { body: unknown }) => (req.body ?? {}) as Record<string, unknown>;
+  const shownTo = enrollmentShownTo(db);
+  // Whoever enrolls gets the identity's credential: a non-admin may create, renew or remove only the
+  // enrollments of identities whose rights it holds.
+  const ofEnrollment = (req: FastifyRequest) => enrollments.find(id(req))?.identityId;
+  const actsOn: Partial<Record<string, RouteSpec['actsOn']>> = {
+    POST: onIdentity(db, 'enroll', (req) => body(req).identityId),
+    DELETE: onIdentity(db, 'delete the enrollments of', ofEnrollment),
+  };
   return [
-    ...crudRoutes(enrollmentResource, enrollments, { tag: 'Enrollment', operations: ['list', 'create', 'detail', 'delete'] }),
+    ...crudRoutes(enrollmentResource, enrollments, { tag: 'Enrollment', operations: ['list', 'create', 'detail', 'delete'], shownTo }).map(
+      (route) => ({ ...route, actsOn: actsOn[route.method as string] }),
+    ),
     {
       method: 'POST', url: '/enrollments/:id/refresh', operationId: 'refreshEnrollment', tag: 'Enrollment',
-      summary: 'Give an enrollment a new token, JWT and expiry', access: 'enrollment.update',
+      summary: 'Give an enrollment a new token, JWT and expiry', access: 'enrollment.update', actsOn: onIdentity(db, 'refresh the enrollments of', ofEnrollment),
       params: IdParams, body: ExpiresAtBody, response: { 200: emptyEnvelope },
       // The spec names a create envelope, but upstream answers an empty one; clients re-read the enrollment.
       handler: async (req) => {
@@ -37,7 +51,7 @@ export function enrollmentRoutes(enrollments: EnrollmentService): RouteSpec[] {
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(enrollmentResource.schemas.detail) },
       handler: (req) => {
         const r = enrollments.listForIdentity(id(req), listRequest(req));
-        return list(r.items.map(enrollments.present), r.page, r.filterableFields);
+        return list(r.items.map((item) => shownTo(req, enrollments.present(item))), r.page, r.filterableFields);
       },
     },
     {

@@ -6,6 +6,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { defineResource, nameField } from '../define-resource.ts';
+import { RightsSchema } from '../../auth/rights.ts';
 import { baseEntityProperties, Nullable } from '../common.schema.ts';
 
 const NullableString = Nullable(Type.String());
@@ -75,7 +76,8 @@ export const externalJwtSignerResource = defineResource({
       schema: Type.String(), column: 'enroll_auth_policy_id', create: 'optional', put: 'optional', patch: true, nullable: true,
       default: 'default', filter: 'string',
     },
-    fingerprint: { schema: Type.String(), read: NullableString, column: 'fingerprint', filter: 'string' },
+    fingerprint: { schema: Type.String(), read: NullableString, column: 'fingerprint', filter: 'string' },    // Who last set what the record authenticates (auth/rights.ts); never read or written by clients.
+    trustRights: { schema: RightsSchema, read: false, column: 'trust_rights', kind: 'json' },
   },
   extraSymbols: {
     certPem: { kind: 'scalar', type: 'string', sql: 'e.cert_pem', sortable: false },

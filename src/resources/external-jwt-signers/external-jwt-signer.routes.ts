@@ -8,9 +8,13 @@ import { list, listEnvelope } from '../../http/envelope.ts';
 import { ListQuery, listRequest } from '../../http/list-params.ts';
 import { clientExternalJwtSignerDetail, externalJwtSignerResource } from './external-jwt-signer.resource.ts';
 import type { ExternalJwtSignerService } from './external-jwt-signer.service.ts';
+import { trustStamp } from '../../http/trust-stamp.ts';
+
+/** The fields that decide whose tokens the signer accepts and which identity a token names. */
+const TRUST_FIELDS = ['issuer', 'audience', 'certPem', 'jwksEndpoint', 'kid', 'claimsProperty', 'useExternalId'];
 
 export function externalJwtSignerRoutes(service: ExternalJwtSignerService): RouteSpec[] {
-  return crudRoutes(externalJwtSignerResource, service, { tag: 'External JWT Signer' });
+  return crudRoutes(externalJwtSignerResource, service, { tag: 'External JWT Signer', stamp: trustStamp(TRUST_FIELDS) });
 }
 
 export function clientExternalJwtSignerRoutes(service: ExternalJwtSignerService): RouteSpec[] {

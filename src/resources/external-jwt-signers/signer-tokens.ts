@@ -13,6 +13,7 @@
 import type { KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { Db } from '../../store/database.ts';
+import { parseRights, type Rights } from '../../auth/rights.ts';
 import { prepare } from '../../store/entity-table.ts';
 import {
   decodeUnverifiedJwt,
@@ -42,6 +43,8 @@ export interface SignerRecord {
   enrollNameClaimsSelector: string;
   enrollAttributeClaimsSelector: string;
   enrollAuthPolicyId: string;
+  /** The rights of whoever last set whose tokens the signer accepts: it logs in only identities they cover. */
+  trust: Rights;
 }
 
 interface SignerRow {
@@ -61,6 +64,7 @@ interface SignerRow {
   enroll_name_claims_selector: string | null;
   enroll_attribute_claims_selector: string | null;
   enroll_auth_policy_id: string | null;
+  trust_rights: string;
 }
 
 function toRecord(r: SignerRow): SignerRecord {
@@ -81,12 +85,13 @@ function toRecord(r: SignerRow): SignerRecord {
     enrollNameClaimsSelector: r.enroll_name_claims_selector || '/sub',
     enrollAttributeClaimsSelector: r.enroll_attribute_claims_selector ?? '',
     enrollAuthPolicyId: r.enroll_auth_policy_id || 'default',
+    trust: parseRights(r.trust_rights),
   };
 }
 
 const COLUMNS =
   'id, name, issuer, audience, cert_pem, jwks_endpoint, kid, fingerprint, enabled, claims_property, use_external_id, ' +
-  'enroll_to_cert_enabled, enroll_to_token_enabled, enroll_name_claims_selector, enroll_attribute_claims_selector, enroll_auth_policy_id';
+  'enroll_to_cert_enabled, enroll_to_token_enabled, enroll_name_claims_selector, enroll_attribute_claims_selector, enroll_auth_policy_id, trust_rights';
 
 /** Resolves a JSON Pointer (a leading `/` is added when missing) in the claims; undefined when absent. */
 export function resolveClaim(claims: Record<string, unknown>, selector: string): unknown {

@@ -14,6 +14,7 @@ import { notFound } from '../../errors.ts';
 import { systemClock, type Clock } from '../entity-service.ts';
 import type { ApiSessionService } from '../../auth/api-session.service.ts';
 import type { IdentityTraces, TraceSpec } from './identity-trace.ts';
+import { onIdentity } from './identity-rights.ts';
 
 const DisableParams = Type.Object({ durationMinutes: Type.Integer() });
 
@@ -61,7 +62,7 @@ export function identityLifecycleRoutes(deps: IdentityLifecycleDeps): RouteSpec[
   return [
     {
       method: 'POST', url: '/identities/:id/disable', operationId: 'disableIdentity', tag,
-      summary: 'Disable an identity for a number of minutes (0: until enabled) and end its API sessions', access: 'identity.update', params: IdParams, body: DisableParams, response: { 200: emptyEnvelope },
+      summary: 'Disable an identity for a number of minutes (0: until enabled) and end its API sessions', access: 'identity.update', actsOn: onIdentity(deps.db, 'disable'), params: IdParams, body: DisableParams, response: { 200: emptyEnvelope },
       handler: (req) => {
         const minutes = Math.max(0, (req.body as { durationMinutes: number }).durationMinutes);
         const now = clock.now();
@@ -72,7 +73,7 @@ export function identityLifecycleRoutes(deps: IdentityLifecycleDeps): RouteSpec[
     },
     {
       method: 'POST', url: '/identities/:id/enable', operationId: 'enableIdentity', tag,
-      summary: 'Clear the disabled state of an identity', access: 'identity.update',
+      summary: 'Clear the disabled state of an identity', access: 'identity.update', actsOn: onIdentity(deps.db, 'enable'),
       params: IdParams, response: { 200: emptyEnvelope },
       handler: (req) => {
         setDisabled(idOf(req.params), null, null, false);
@@ -81,7 +82,7 @@ export function identityLifecycleRoutes(deps: IdentityLifecycleDeps): RouteSpec[
     },
     {
       method: 'PUT', url: '/identities/:id/trace', operationId: 'updateIdentityTracing', tag,
-      summary: 'Enable or disable data-flow tracing for an identity', access: 'identity.update',
+      summary: 'Enable or disable data-flow tracing for an identity', access: 'identity.update', actsOn: onIdentity(deps.db, 'trace'),
       params: IdParams, body: TraceSpecBody, response: { 200: detailEnvelope(TraceDetail, 'null') },
       handler: (req) => {
         const id = idOf(req.params);

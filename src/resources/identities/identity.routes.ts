@@ -2,14 +2,17 @@
  * Identity operations: the uniform CRUD plus the identity's authenticators and the role-attribute list.
  *
  * A caller who manages identities through permission values, not as an admin, can not raise anyone's
- * rights (as upstream): it may not create an admin or an identity with permissions, use PUT (which would
- * rewrite `isAdmin` and `permissions`), patch `isAdmin` or `permissions`, or change or delete an admin.
+ * rights: it may not create an admin or an identity with permissions, use PUT (which would rewrite `isAdmin`
+ * and `permissions`), or patch `isAdmin` or `permissions` (as upstream); and it may change or delete only
+ * identities whose rights it holds itself (upstream protects admins only).
  */
 import type { FastifyRequest } from 'fastify';
 import type { RouteSpec } from '../../http/route.ts';
 import { callerOf } from '../../http/caller.ts';
 import { isAdmin } from '../../auth/permissions.ts';
-import { ApiError, errorCatalogue } from '../../errors.ts';
+import { refused } from '../../auth/rights.ts';
+import { onIdentity } from './identity-rights.ts';
+import { identityShownTo } from '../enrollments/enrollment-secrets.ts';
 import { crudRoutes } from '../../http/crud-routes.ts';
 import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
 import { list, listEnvelope } from '../../http/envelope.ts';
@@ -20,14 +23,9 @@ import { authenticatorResource } from '../authenticators/authenticator.resource.
 import { roleAttributeListRoute } from '../role-attributes.routes.ts';
 import type { Db } from '../../store/database.ts';
 
-function nonAdminRefused(reason: string): ApiError {
-  return new ApiError('UNAUTHORIZED', { message: `${errorCatalogue.UNAUTHORIZED[1]}: ${reason}`, cause: { code: 'UNHANDLED', message: reason } });
-}
-
 export function identityRoutes(db: Db, identities: IdentityService, authenticators: AuthenticatorService): RouteSpec[] {
-  const targetIsAdmin = (req: FastifyRequest) => identities.find((req.params as { id: string }).id)?.isAdmin === true;
   const body = (req: FastifyRequest) => (req.body ?? {}) as Record<string, unknown>;
-  /** The rights check a non-admin caller passes before each write; undefined when the write is allowed. */
+  /** Field rules a non-admin caller passes before each write; undefined when the write is allowed. */
   const refusal: Partial<Record<string, (req: FastifyRequest) => string | undefined>> = {
     POST: (req) => {
       const b = body(req);
@@ -37,22 +35,23 @@ export function identityRoutes(db: Db, identities: IdentityService, authenticato
     },
     PUT: () => 'non-admins may not use the PUT method, use PATCH instead',
     PATCH: (req) => {
-      if (targetIsAdmin(req)) return 'non-admins may not modify admin identities';
       const b = body(req);
       const field = ['permissions', 'isAdmin', 'isDefaultAdmin'].find((f) => b[f] !== undefined);
       return field ? `non-admins may not modify the identity field '${field}'` : undefined;
     },
-    DELETE: (req) => (targetIsAdmin(req) ? 'non-admin may not delete admin identities' : undefined),
   };
+  // Patch and delete act on the identity: a non-admin may touch only identities whose rights it holds.
+  const actsOn: Partial<Record<string, RouteSpec['actsOn']>> = { PATCH: onIdentity(db, 'modify'), DELETE: onIdentity(db, 'delete') };
   const guarded = (route: RouteSpec): RouteSpec => {
     const check = refusal[route.method as string];
-    if (!check) return route;
+    const withTarget = { ...route, actsOn: actsOn[route.method as string] };
+    if (!check) return withTarget;
     return {
-      ...route,
+      ...withTarget,
       handler: (req, reply) => {
         if (!isAdmin(callerOf(req).identity)) {
           const reason = check(req);
-          if (reason) throw nonAdminRefused(reason);
+          if (reason) throw refused(reason);
         }
         return route.handler(req, reply);
       },
@@ -60,7 +59,7 @@ export function identityRoutes(db: Db, identities: IdentityService, authenticato
   };
   return [
     // Create honours the inline `enrollment` (ott, ottca, updb) of the request.
-    ...crudRoutes(identityResource, { ...identities, create: identities.createWithEnrollment }, { tag: 'Identity', roleFilter: true }).map(guarded),
+    ...crudRoutes(identityResource, { ...identities, create: identities.createWithEnrollment }, { tag: 'Identity', roleFilter: true, shownTo: identityShownTo }).map(guarded),
     {
       method: 'GET', url: '/identities/:id/authenticators', operationId: 'getIdentityAuthenticators', tag: 'Identity',
       summary: 'List the authenticators of an identity', access: 'admin-read',

@@ -13,6 +13,8 @@ import { IdParams } from '../../http/list-params.ts';
 import { ApiError } from '../../errors.ts';
 import { baseEntityProperties } from '../common.schema.ts';
 import type { MfaService } from './mfa.service.ts';
+import { onIdentity } from '../identities/identity-rights.ts';
+import type { Db } from '../../store/database.ts';
 
 const MfaCode = Type.Object({ code: Type.String() });
 const ValidationHeader = Type.Object({ 'mfa-validation-code': Type.Optional(Type.String()) });
@@ -142,11 +144,11 @@ export function mfaRoutes(mfa: MfaService): RouteSpec[] {
 }
 
 /** `DELETE /identities/{id}/mfa` (management API). */
-export function identityMfaRoutes(mfa: MfaService): RouteSpec[] {
+export function identityMfaRoutes(db: Db, mfa: MfaService): RouteSpec[] {
   return [
     {
       method: 'DELETE', url: '/identities/:id/mfa', operationId: 'removeIdentityMfa', tag: 'Identity',
-      summary: "Remove an identity's MFA enrollment", access: 'identity.update', params: IdParams,
+      summary: "Remove an identity's MFA enrollment", access: 'identity.update', actsOn: onIdentity(db, 'remove the MFA of'), params: IdParams,
       response: { 200: emptyEnvelope },
       handler: (req) => {
         mfa.adminRemove((req.params as { id: string }).id);

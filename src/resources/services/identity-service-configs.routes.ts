@@ -15,6 +15,7 @@ import { withTransaction, type Tx } from '../../store/transaction.ts';
 import type { Db } from '../../store/database.ts';
 import { notFound } from '../../errors.ts';
 import type { AccessService } from '../../access/access.service.ts';
+import { onIdentity } from '../identities/identity-rights.ts';
 
 const Pair = Type.Object({ serviceId: Type.String(), configId: Type.String() });
 const Pairs = Type.Array(Pair);
@@ -70,7 +71,7 @@ export function identityServiceConfigRoutes(db: Db, access: AccessService): Rout
     },
     {
       method: 'POST', url: '/identities/:id/service-configs', operationId: 'associateIdentitysServiceConfigs', tag: 'Identity',
-      summary: 'Set service config overrides of an identity', access: 'identity.update',
+      summary: 'Set service config overrides of an identity', access: 'identity.update', actsOn: onIdentity(db, 'modify'),
       params: IdParams, body: Pairs, response: { 200: emptyEnvelope },
       handler: (req) => {
         const id = identityId(req);
@@ -94,7 +95,7 @@ export function identityServiceConfigRoutes(db: Db, access: AccessService): Rout
     },
     {
       method: 'DELETE', url: '/identities/:id/service-configs', operationId: 'disassociateIdentitysServiceConfigs', tag: 'Identity',
-      summary: 'Remove service config overrides of an identity', access: 'identity.update',
+      summary: 'Remove service config overrides of an identity', access: 'identity.update', actsOn: onIdentity(db, 'modify'),
       params: IdParams, body: OptionalPairs, response: { 200: emptyEnvelope },
       handler: (req) => {
         const id = identityId(req);
