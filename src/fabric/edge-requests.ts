@@ -2,15 +2,14 @@
  * What edge routers ask of the controller for their SDKs: terminators (an SDK hosts a service) and circuits
  * (an SDK dials one), and the faults that end circuits.
  *
- * Terminators are stored (REST lists them) and belong to the router that created them: they go when it
- * removes them, when it disconnects, and at controller start (routers re-create theirs when they reconnect).
- * Circuits are process state: routed by this process over the routers it holds. A path is one router here
- * (the dialer's and the host's router are the same); routes across links come with the mesh.
+ * Terminators are written through terminators.ts, whose rules say what a router may ask (range, ownership):
+ * they belong to the router that created them and go when it removes them, when it disconnects, and at
+ * controller start (routers re-create theirs when they reconnect). Circuits are process state: routed by this
+ * process over the routers it holds, along the cheapest path of the mesh to the chosen terminator.
  */
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../store/database.ts';
 import { prepare } from '../store/entity-table.ts';
-import { withTransaction } from '../store/transaction.ts';
 import type { ControlChannel } from './channel/connection.ts';
 import {
   ChannelHeader,
@@ -26,12 +25,13 @@ import {
 } from './channel/message.ts';
 import { decode, encode } from './proto/index.ts';
 import { CtrlContentType, DestType, FaultSubject } from './proto/ctrl.ts';
-import { CreateTerminatorResult, EdgeContentType } from './proto/edge-ctrl.ts';
+import { CreateTerminatorResult, EdgeContentType, EdgeErrorCode, RetryHint } from './proto/edge-ctrl.ts';
 import { CreateCircuitV2RequestHeader, CreateCircuitV2ResponseHeader, EdgeErrorHeader, PeerDataKey, RouteResultHeader } from './proto/header-messages.ts';
-import { AccessRefused, EdgeErrorCode, type ServiceAccessCheck } from './service-access.ts';
+import { AccessRefused, type ServiceAccessCheck } from './service-access.ts';
 import type { Mesh } from './mesh.ts';
 import { cheapestPaths, type Path } from './paths.ts';
 import { TerminatorStats, chooseTerminator } from './strategies.ts';
+import { TerminatorRefused, edgeErrorCodeOf, refusalReply, type TerminatorWrites } from './terminators.ts';
 
 export interface EdgeRequestLog {
   info(obj: object, msg: string): void;
@@ -61,8 +61,6 @@ export interface Circuit {
   createdAt: Date;
 }
 
-const PRECEDENCE = ['default', 'required', 'failed'] as const;
-const MAX_COST = 65535;
 const ROUTE_TIMEOUT_MS = 10_000;
 const CIRCUIT_ATTEMPTS = 3;
 /** Peer-data keys that describe one side's addresses: never handed to the other side. */
@@ -92,12 +90,6 @@ interface TerminatorRow {
 
 function newId(): string {
   return randomBytes(12).toString('base64url');
-}
-
-function peerDataJson(map: ReadonlyMap<number, Uint8Array>): string {
-  const out: Record<string, string> = {};
-  for (const [k, v] of map) out[String(k)] = Buffer.from(v).toString('base64');
-  return JSON.stringify(out);
 }
 
 function peerDataOf(json: string): Map<number, Buffer> {
@@ -154,7 +146,8 @@ export function routeMessages(
 export interface EdgeRequestOptions {
   db: Db;
   access: ServiceAccessCheck;
-  controllerId: string;
+  /** Every terminator write (src/fabric/terminators.ts). */
+  terminators: TerminatorWrites;
   /** This process's name: the owner of the circuit rows it writes. */
   owner: string;
   /** Routers wherever they are held, and the graph to route over. */
@@ -168,7 +161,7 @@ export interface EdgeRequestOptions {
 }
 
 export function createEdgeRequests(options: EdgeRequestOptions) {
-  const { db, log } = options;
+  const { db, log, terminators } = options;
   const now = options.now ?? (() => new Date());
   const circuits = new Map<string, Circuit>();
   const stats = new TerminatorStats();
@@ -188,88 +181,77 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
     const answer = (result: number, text = '', code = 0, hint = 0): void => {
       router.channel.send(terminatorResponse(msg, terminatorId, result, text, code, hint));
     };
-    if (!terminatorId) return answer(CreateTerminatorResult.FailedOther, 'terminator id is required', EdgeErrorCode.InvalidTerminator, 3);
+    if (!terminatorId) return answer(CreateTerminatorResult.FailedOther, 'terminator id is required', EdgeErrorCode.InvalidTerminator, RetryHint.NotRetriable);
     let granted;
     try {
       granted = await options.access.check(router.routerId, request.apiSessionToken, request.sessionToken, 'Bind');
     } catch (err) {
       if (!(err instanceof AccessRefused)) throw err;
       log.info({ routerId: router.routerId, terminatorId, reason: err.message }, 'terminator refused');
-      return answer(CreateTerminatorResult.FailedInvalidSession, err.message, err.code, 3);
+      return answer(CreateTerminatorResult.FailedInvalidSession, err.message, err.code, RetryHint.NotRetriable);
     }
-    if (request.cost > MAX_COST) return answer(CreateTerminatorResult.FailedOther, `cost ${request.cost} exceeds ${MAX_COST}`, EdgeErrorCode.InvalidTerminator, 3);
-    const at = now().toISOString();
-    const precedence = PRECEDENCE[request.precedence] ?? 'default';
-    const stored = withTransaction(db, (tx) => {
-      const existing = prepare(tx.db, 'SELECT router_id, service_id, host_id FROM terminators WHERE id = ?').get(terminatorId) as
-        | { router_id: string; service_id: string; host_id: string }
-        | undefined;
-      if (existing) {
-        // A router re-sends its terminators after it reconnects: the same one again is accepted as it is.
-        return existing.router_id === router.routerId && existing.service_id === granted.serviceId && existing.host_id === granted.identityId;
-      }
-      prepare(
-        tx.db,
-        `INSERT INTO terminators (id, service_id, router_id, binding, address, instance_id, instance_secret, cost, precedence, host_id,
-           peer_data, source_ctrl, created_at, updated_at, is_system)
-         VALUES (?, ?, ?, 'edge', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
-      ).run(
-        terminatorId,
-        granted.serviceId,
-        router.routerId,
-        terminatorId,
-        request.instanceId,
-        request.instanceSecret.length > 0 ? Buffer.from(request.instanceSecret).toString('base64') : null,
-        request.cost,
-        precedence,
-        granted.identityId,
-        peerDataJson(request.peerData),
-        options.controllerId,
-        at,
-        at,
-      );
-      return true;
-    });
-    if (!stored) return answer(CreateTerminatorResult.FailedIdConflict, `terminator ${terminatorId} exists for another router, service or host`, EdgeErrorCode.InvalidTerminator, 2);
+    try {
+      terminators.createForRouter({
+        id: terminatorId,
+        routerId: router.routerId,
+        binding: 'edge',
+        serviceId: granted.serviceId,
+        hostId: granted.identityId,
+        instanceId: request.instanceId,
+        instanceSecret: request.instanceSecret,
+        cost: request.cost,
+        precedence: request.precedence,
+        peerData: request.peerData,
+      });
+    } catch (err) {
+      if (!(err instanceof TerminatorRefused)) throw err;
+      log.info({ routerId: router.routerId, terminatorId, reason: err.message }, 'terminator refused');
+      if (err.problem === 'id-conflict') return answer(CreateTerminatorResult.FailedIdConflict, err.message, EdgeErrorCode.InvalidTerminator, RetryHint.StartOver);
+      return answer(CreateTerminatorResult.FailedOther, err.message, edgeErrorCodeOf(err), RetryHint.NotRetriable);
+    }
     log.info({ routerId: router.routerId, terminatorId, serviceId: granted.serviceId }, 'terminator created');
     answer(CreateTerminatorResult.Success);
   }
 
+  /** The shared batch removal (SDK unbinds, tunnelers' services gone): only terminators the router created go. */
   function removeTerminators(router: RequestingRouter, msg: ChannelMessage): void {
     const { terminatorIds } = decode('ctrl.RemoveTerminatorsRequest', msg.body);
-    withTransaction(db, (tx) => {
-      for (const id of terminatorIds) prepare(tx.db, 'DELETE FROM terminators WHERE id = ? AND router_id = ?').run(id, router.routerId);
-    });
+    const { removed, refused } = terminators.removeBatchForRouter(router.routerId, terminatorIds);
+    if (refused.length > 0) log.warn({ routerId: router.routerId, terminatorIds: refused }, 'router asked to remove terminators it did not create: refused');
+    if (removed.length > 0) log.info({ routerId: router.routerId, terminatorIds: removed }, 'terminators removed');
     router.channel.result(msg, true);
+  }
+
+  /** Runs a router's update or remove of one terminator; a refusal is answered with an edge error. */
+  function ownTerminatorWrite(router: RequestingRouter, msg: ChannelMessage, terminatorId: string, write: () => void): boolean {
+    try {
+      write();
+      return true;
+    } catch (err) {
+      if (!(err instanceof TerminatorRefused)) throw err;
+      log.warn({ routerId: router.routerId, terminatorId, reason: err.message }, 'terminator change refused');
+      router.channel.send(refusalReply(msg, err));
+      return false;
+    }
   }
 
   function removeEdgeTerminator(router: RequestingRouter, msg: ChannelMessage): void {
     const { terminatorId } = decode('edge.RemoveTerminatorRequest', msg.body);
-    prepare(db, 'DELETE FROM terminators WHERE id = ? AND router_id = ?').run(terminatorId, router.routerId);
-    router.channel.result(msg, true);
+    if (ownTerminatorWrite(router, msg, terminatorId, () => terminators.removeForRouter(router.routerId, 'edge', terminatorId))) router.channel.result(msg, true);
   }
 
   function updateTerminator(router: RequestingRouter, msg: ChannelMessage): void {
     const request = decode('edge.UpdateTerminatorRequest', msg.body);
-    const sets: string[] = [];
-    const params: unknown[] = [];
-    if (request.updateCost && request.cost <= MAX_COST) {
-      sets.push('cost = ?');
-      params.push(request.cost);
-    }
-    if (request.updatePrecedence) {
-      sets.push('precedence = ?');
-      params.push(PRECEDENCE[request.precedence] ?? 'default');
-    }
-    if (sets.length > 0) {
-      prepare(db, `UPDATE terminators SET ${sets.join(', ')}, updated_at = ? WHERE id = ? AND router_id = ?`).run(...params, now().toISOString(), request.terminatorId, router.routerId);
-    }
-    router.channel.result(msg, true);
+    const update = {
+      ...(request.updateCost ? { cost: request.cost } : {}),
+      ...(request.updatePrecedence ? { precedence: request.precedence } : {}),
+    };
+    if (ownTerminatorWrite(router, msg, request.terminatorId, () => terminators.updateForRouter(router.routerId, 'edge', request.terminatorId, update))) router.channel.result(msg, true);
   }
 
-  /** A router went away: its SDK terminators and the circuits through it go with it. */
+  /** A router went away: the terminators it created (SDKs', its tunneler's) and the circuits through it go with it. */
   function routerGone(routerId: string): void {
-    prepare(db, "DELETE FROM terminators WHERE router_id = ? AND binding = 'edge' AND is_system = 1").run(routerId);
+    terminators.routerGone(routerId);
     prepare(db, 'DELETE FROM identity_router_connections WHERE router_id = ?').run(routerId);
     for (const circuit of circuits.values()) if (circuit.path.includes(routerId)) endCircuit(circuit, `router ${routerId} disconnected`);
   }
@@ -340,7 +322,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
         const code = r.status === 'fulfilled' ? (r.value.headers.get(RouteResultHeader.ErrorCode)?.[0] ?? 0) : 0;
         log.info({ circuitId, routerId: routes[failure]!.routerId, terminatorId: terminator.id, reason, code }, 'route failed');
         // Code 1 at the egress: the router does not know the terminator (its host went away): forget it.
-        if (code === 1 && failure === routes.length - 1) prepare(db, "DELETE FROM terminators WHERE id = ? AND binding IN ('edge', 'tunnel')").run(terminator.id);
+        if (code === 1 && failure === routes.length - 1) terminators.unknownAtRouter(terminator.router_id, terminator.id);
         stats.failed(terminator.id);
         for (const { routerId } of routes) options.mesh.sendOn(routerId, unrouteMessage(circuitId));
         continue;

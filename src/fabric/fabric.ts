@@ -27,6 +27,7 @@ import { EdgeContentType } from './proto/edge-ctrl.ts';
 import { createEdgeRequests } from './edge-requests.ts';
 import { createRouterDataModel } from './data-model/router-data-model.ts';
 import { createTunnelTerminators } from './tunnel-terminators.ts';
+import { createTerminatorWrites } from './terminators.ts';
 import { createMesh, decodeListeners } from './mesh.ts';
 import type { FabricBus } from './bus.ts';
 import { HelloHeader } from './channel/hello.ts';
@@ -172,7 +173,6 @@ export function createFabric(options: FabricOptions) {
         if (current) {
           edgeRequests.routerGone(session.routerId);
           mesh.routerGone(session.routerId);
-          tunnelTerminators.routerGone(session.routerId);
         }
       } catch (err) {
         log.warn({ routerId: session.routerId, err: (err as Error).message }, 'could not record the router disconnect');
@@ -203,10 +203,13 @@ export function createFabric(options: FabricOptions) {
     }
   }
 
+  /** Every terminator a router writes goes through the one set of rules (terminators.ts). */
+  const terminators = createTerminatorWrites({ db, controllerId: options.controllerId });
+
   const edgeRequests = createEdgeRequests({
     db,
     access: createServiceAccessCheck({ db, signer: options.signer, access: options.access }),
-    controllerId: options.controllerId,
+    terminators,
     owner: options.owner,
     mesh,
     onLinkFault: (routerId, linkId, iteration) => mesh.linkFault(routerId, linkId, iteration),
@@ -215,7 +218,7 @@ export function createFabric(options: FabricOptions) {
   });
 
   /** Terminators of the routers' own tunnelers (their Router identities hosting services). */
-  const tunnelTerminators = createTunnelTerminators({ db, access: options.access, controllerId: options.controllerId, log });
+  const tunnelTerminators = createTunnelTerminators({ db, access: options.access, terminators, log });
 
   // ---- edge routers: hello, API sessions, data model ------------------------------------------------------------
 

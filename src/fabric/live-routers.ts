@@ -8,6 +8,7 @@ import type { Db } from '../store/database.ts';
 import { prepare } from '../store/entity-table.ts';
 import { versionedValue } from '../store/table-versions.ts';
 import type { VersionInfo } from './channel/hello.ts';
+import { ROUTER_CREATED } from './terminators.ts';
 
 export type SyncStatus = 'SYNC_NEW' | 'SYNC_HELLO' | 'SYNC_IN_PROGRESS' | 'SYNC_DONE' | 'SYNC_ERROR';
 
@@ -57,16 +58,14 @@ function liveOf(row: Row): LiveRouter {
   };
 }
 
-/** Terminators routers created (SDKs', their own tunnelers'): they live as long as the router's connection (it re-creates them). */
-const ROUTER_TERMINATORS = "binding IN ('edge', 'tunnel') AND is_system = 1";
-
 /**
- * Forgets every connection and what routers made or reported over them (terminators, circuits, connected
- * identities): at controller start, when none can exist.
+ * Forgets every connection and what routers made or reported over them (the terminators they created, which
+ * they re-create when they reconnect; circuits, links, connected identities): at controller start, when none
+ * can exist.
  */
 export function clearLiveRouters(db: Db): void {
   db.transaction(() => {
-    prepare(db, `DELETE FROM terminators WHERE ${ROUTER_TERMINATORS}`).run();
+    prepare(db, `DELETE FROM terminators WHERE ${ROUTER_CREATED}`).run();
     prepare(db, 'DELETE FROM circuits').run();
     prepare(db, 'DELETE FROM links').run();
     prepare(db, 'DELETE FROM identity_router_connections').run();
@@ -78,7 +77,7 @@ export function clearLiveRouters(db: Db): void {
 export function clearLiveRoutersOf(db: Db, owner: string): void {
   db.transaction(() => {
     const held = 'SELECT router_id FROM router_connections WHERE owner = ?';
-    prepare(db, `DELETE FROM terminators WHERE ${ROUTER_TERMINATORS} AND router_id IN (${held})`).run(owner);
+    prepare(db, `DELETE FROM terminators WHERE ${ROUTER_CREATED} AND router_id IN (${held})`).run(owner);
     prepare(db, `DELETE FROM identity_router_connections WHERE router_id IN (${held})`).run(owner);
     prepare(db, 'DELETE FROM circuits WHERE owner = ?').run(owner);
     prepare(db, 'DELETE FROM links WHERE owner = ?').run(owner);

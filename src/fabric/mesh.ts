@@ -7,7 +7,9 @@
  *   compares the connected routers in the store with what it last saw and tells its own routers.
  * - Links: the router that dialed a link reports it; links are stored (any process may route over them) and
  *   removed on a link fault (the other end is told), when the dialer reports a full list without them, and
- *   when either router goes. A router asked to accept a link verifies the dialer through the controller.
+ *   when either router goes. A router asked to accept a link verifies the dialer through the controller. A
+ *   link an operator took down is held down (`link_holds`, migration 0032): reported again under its id (the
+ *   router reconnected, re-announced it or re-dialed it), it comes back down until the operator lifts it.
  * - Link costs: a link costs its static cost plus the latency each end measures, in whole milliseconds (the
  *   store keeps the sum, migration 0031). Both ends report the mean of their `link.<id>.latency` (and
  *   `.queue_time`) histograms in their metrics; until a router has, its end counts the initial latency (65 s, as
@@ -182,7 +184,10 @@ export function createMesh(options: MeshOptions) {
 
   // ---- links ---------------------------------------------------------------------------------------------------
 
-  /** A dialing router's report of its links; a full refresh drops the ones it no longer lists. */
+  /**
+   * A dialing router's report of its links; a full refresh drops the ones it no longer lists. Whether a link is
+   * down is the operator's alone: a link taken down and reported again stays down (migration 0032).
+   */
   function routerLinks(routerId: string, msg: ChannelMessage): void {
     const report = decode('ctrl.RouterLinks', msg.body);
     const at = now().toISOString();
@@ -190,7 +195,7 @@ export function createMesh(options: MeshOptions) {
       db,
       `INSERT INTO links (id, src_router_id, dst_router_id, protocol, dial_address, iteration, state, down, owner, created_at, updated_at, src_latency, dst_latency)
        VALUES (?, ?, ?, ?, ?, ?, 'Connected', 0, ?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET iteration = excluded.iteration, state = 'Connected', down = 0, owner = excluded.owner, updated_at = excluded.updated_at`,
+       ON CONFLICT (id) DO UPDATE SET iteration = excluded.iteration, state = 'Connected', owner = excluded.owner, updated_at = excluded.updated_at`,
     );
     const routers = new Set(prepare(db, 'SELECT id FROM routers').pluck().all() as string[]);
     const known = prepare(db, 'SELECT 1 FROM links WHERE id = ?');

@@ -11,18 +11,7 @@ import { verifyJwt, type JwtSigningKey } from '../pki/enrollment-jwt.ts';
 import type { Db } from '../store/database.ts';
 import { prepare } from '../store/entity-table.ts';
 import type { PolicyMembership } from './data-model/full-state.ts';
-
-/** Edge error codes SDKs understand. */
-export const EdgeErrorCode = {
-  Internal: 1,
-  InvalidApiSession: 2,
-  InvalidSession: 3,
-  WrongSessionType: 4,
-  InvalidEdgeRouterForSession: 5,
-  InvalidService: 6,
-  InvalidTerminator: 8,
-  EncryptionDataMissing: 11,
-} as const;
+import { EdgeErrorCode } from './proto/edge-ctrl.ts';
 
 export class AccessRefused extends Error {
   override readonly name = 'AccessRefused';

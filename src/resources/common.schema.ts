@@ -4,6 +4,7 @@
  * without a slow union, and the OpenAPI generator turns it into `x-nullable`.
  */
 import { Type, type TSchema, type Static, type TUnsafe } from '@sinclair/typebox';
+import { TERMINATOR_COST_MAX, TERMINATOR_PRECEDENCES, type PrecedenceName } from '../fabric/terminators.ts';
 
 /** Makes a simple typed schema also accept/emit null. */
 export function Nullable<T extends TSchema>(schema: T): TUnsafe<Static<T> | null> {
@@ -32,8 +33,9 @@ export const AttributesRead = Type.Array(Type.String());
 export const Roles = Type.Unsafe<string[] | null>({ type: ['array', 'null'], items: { type: 'string' } });
 
 export const Semantic = Type.Union([Type.Literal('AllOf'), Type.Literal('AnyOf')]);
-export const TerminatorCost = Type.Integer({ minimum: 0, maximum: 65535 });
-export const TerminatorPrecedence = Type.Unsafe<'default' | 'required' | 'failed'>({ type: 'string', enum: ['default', 'required', 'failed'] });
+/** A terminator's cost and precedence as every terminator write checks them (src/fabric/terminators.ts). */
+export const TerminatorCost = Type.Integer({ minimum: 0, maximum: TERMINATOR_COST_MAX });
+export const TerminatorPrecedence = Type.Unsafe<PrecedenceName>({ type: 'string', enum: [...TERMINATOR_PRECEDENCES] });
 export const TerminatorCostMap = Type.Record(Type.String(), TerminatorCost);
 export const TerminatorPrecedenceMap = Type.Record(Type.String(), TerminatorPrecedence);
 export const IdentityType = Type.Unsafe<'User' | 'Device' | 'Service' | 'Router' | 'Default'>({

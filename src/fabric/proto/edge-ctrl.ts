@@ -99,6 +99,21 @@ export const CreateTerminatorResult = {
 } as const;
 export type CreateTerminatorResult = (typeof CreateTerminatorResult)[keyof typeof CreateTerminatorResult];
 
+/** Edge error codes (edge_client_pb.Error): what routers pass on to SDKs when the controller refuses a request. */
+export const EdgeErrorCode = {
+  Internal: 1,
+  InvalidApiSession: 2,
+  InvalidSession: 3,
+  WrongSessionType: 4,
+  InvalidEdgeRouterForSession: 5,
+  InvalidService: 6,
+  TunnelingNotEnabled: 7,
+  InvalidTerminator: 8,
+  InvalidPrecedence: 9,
+  InvalidCost: 10,
+  EncryptionDataMissing: 11,
+} as const;
+
 /** CreateTerminatorV2Response.retryHint values. */
 export const RetryHint = { Default: 0, TooBusy: 1, StartOver: 2, NotRetriable: 3 } as const;
 

@@ -31,8 +31,9 @@ export const RouteResultHeader = {
   ErrorCode: 1104,
 } as const;
 
-/** Edge Error (20002), body = message text. */
+/** Edge Error (20002), body = message text. `RetryHint` (a RetryHint value) is the control channel's header 18. */
 export const EdgeErrorHeader = {
+  RetryHint: 18,
   ErrorCode: 1014,
   CircuitId: 1026,
 } as const;

@@ -2,7 +2,8 @@
  * Links as the fabric API reads them: pages of `links` (filter, sort and paging by the link symbols) and
  * single links, each with references to its two routers. The link layer writes the table; an operator's
  * patch changes a link's static cost (its cost follows: static cost plus both latencies in whole
- * milliseconds) and whether it is down, which path selection reads at the next circuit.
+ * milliseconds) and whether it is down, which path selection reads at the next circuit; a link taken down
+ * stays down when its routers report it again, until it is lifted.
  */
 import type { Db } from '../../store/database.ts';
 import { prepare, selectPage } from '../../store/entity-table.ts';
@@ -68,15 +69,25 @@ export function createLinkService(db: Db) {
     };
   }
 
-  /** Sets the supplied fields of a link (NOT_FOUND when it is gone). */
+  /**
+   * Sets the supplied fields of a link (NOT_FOUND when it is gone). Taking it down holds it down: the hold
+   * outlives the link's row, so the link stays down when its routers report it again, until `down: false`
+   * lifts the hold (`link_holds`, migration 0032, whose triggers keep `links.down`).
+   */
   function patch(id: string, body: { down?: boolean | null; staticCost?: number | null }): void {
     db.transaction(() => {
-      const row = prepare(db, 'SELECT static_cost, down FROM links WHERE id = ?').get(id) as { static_cost: number; down: number } | undefined;
+      const row = prepare(db, 'SELECT static_cost, src_router_id, dst_router_id FROM links WHERE id = ?').get(id) as
+        | { static_cost: number; src_router_id: string; dst_router_id: string }
+        | undefined;
       assertFound(row, 'link', id);
-      const staticCost = body.staticCost ?? row!.static_cost;
-      const down = body.down === undefined || body.down === null ? row!.down : body.down ? 1 : 0;
+      const at = new Date().toISOString();
+      if (body.down === true) {
+        prepare(db, 'INSERT INTO link_holds (link_id, src_router_id, dst_router_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (link_id) DO NOTHING').run(id, row!.src_router_id, row!.dst_router_id, at);
+      } else if (body.down === false) {
+        prepare(db, 'DELETE FROM link_holds WHERE link_id = ?').run(id);
+      }
       // The cost follows in the store (migration 0031).
-      prepare(db, 'UPDATE links SET static_cost = ?, down = ?, updated_at = ? WHERE id = ?').run(staticCost, down, new Date().toISOString(), id);
+      prepare(db, 'UPDATE links SET static_cost = ?, updated_at = ? WHERE id = ?').run(body.staticCost ?? row!.static_cost, at, id);
     }).immediate();
   }
 

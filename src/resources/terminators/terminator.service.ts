@@ -1,7 +1,8 @@
 /**
  * Terminator rules beyond generic CRUD (upstream model §5): the service and router must exist (404); an
- * empty binding becomes `udp` for `udp:` addresses and `transport` otherwise; the precedence is one of
- * `default`, `required`, `failed` (the request schema refuses others); the service is fixed at create.
+ * empty binding becomes `udp` for `udp:` addresses and `transport` otherwise; the service is fixed at create.
+ * The range of cost and precedence and what REST may do to a terminator a router created (update refused,
+ * delete allowed) are the rules every terminator write follows, in src/fabric/terminators.ts.
  * The same records are read by three APIs, each with its own read model (management, client and fabric).
  */
 import { entityRef } from '../entity-ref.ts';
@@ -11,16 +12,11 @@ import { prepare, type Values } from '../../store/entity-table.ts';
 import type { Tx } from '../../store/transaction.ts';
 import { notFound } from '../../errors.ts';
 import { createEntityService, systemClock, type Clock, type ListRequest } from '../entity-service.ts';
+import { checkRestCreate, checkRestUpdate } from '../../fabric/terminators.ts';
 import { terminatorResource } from './terminator.resource.ts';
-
-const precedences = new Set(['default', 'required', 'failed']);
 
 function defaultBinding(address: unknown): string {
   return typeof address === 'string' && address.startsWith('udp:') ? 'udp' : 'transport';
-}
-
-function normalizePrecedence(value: unknown): string {
-  return typeof value === 'string' && precedences.has(value) ? value : 'default';
 }
 
 function assertExists(tx: Tx, table: string, singular: string, id: unknown): void {
@@ -36,14 +32,14 @@ export function createTerminatorService(db: Db, controllerId: string, clock: Clo
         assertExists(tx, 'services', 'service', values.service);
         assertExists(tx, 'routers', 'router', values.router);
         if (!values.binding) values.binding = defaultBinding(values.address);
-        values.precedence = normalizePrecedence(values.precedence);
+        checkRestCreate(values);
         values.sourceCtrl = controllerId;
       },
       beforeUpdate(tx, existing, changes) {
+        checkRestUpdate(existing, changes);
         delete changes.service;
         if (changes.router !== undefined) assertExists(tx, 'routers', 'router', changes.router);
         if (changes.binding !== undefined && !changes.binding) defaultBindingFor(changes, existing);
-        if (changes.precedence !== undefined) changes.precedence = normalizePrecedence(changes.precedence);
       },
     },
     clock,
@@ -68,7 +64,7 @@ export function createTerminatorService(db: Db, controllerId: string, clock: Clo
     detail.routerId = routerId;
     detail.router = entityRef('transit-routers', routerId, nameOf('routers', routerId));
     detail.identity = values.identity ?? '';
-    detail.precedence = normalizePrecedence(values.precedence);
+    detail.precedence = values.precedence;
     detail.dynamicCost = 0;
     return detail;
   }
@@ -106,7 +102,7 @@ export function createTerminatorService(db: Db, controllerId: string, clock: Clo
       dynamicCost: 0,
       hostId: values.hostId ?? '',
       instanceId: values.identity ?? '',
-      precedence: normalizePrecedence(values.precedence),
+      precedence: values.precedence,
       router: fabricRef('routers', routerId, nameOf('routers', routerId)),
       routerId,
       service: fabricRef('services', serviceId, nameOf('services', serviceId)),

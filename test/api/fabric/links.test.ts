@@ -3,8 +3,9 @@
  * router sends its RouterLinks), in the fabric linkDetail (no base fields; router references; the initial
  * latency of 65 s on both ends until measured), latencies and costs from the routers' metrics, the link patch
  * (static cost, down) and its bad input, upstream's link filter fields, paging and sorting, bad filters,
- * unknown ids, and links gone with their router or, when a process died holding it, at the next controller
- * start.
+ * unknown ids, a link taken down that stays down when its router reports it again (also after reconnecting)
+ * until it is lifted, and links gone with their router or, when a process died holding it, at the next
+ * controller start.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +14,7 @@ import { createClient, type HttpClient } from '../../support/client.ts';
 import { createRecord } from '../../support/factories.ts';
 import { assertError } from '../../support/assertions.ts';
 import { assertFabricDetail, assertFabricList } from '../../support/fabric-spec.ts';
-import { connectRouter, enrolledRouter, eventually } from '../../support/test-router.ts';
+import { connectRouter, enrolledRouter, eventually, type TestRouterConnection } from '../../support/test-router.ts';
 import { message } from '../../../src/fabric/channel/message.ts';
 import { CtrlContentType } from '../../../src/fabric/proto/ctrl.ts';
 import { encode } from '../../../src/fabric/proto/index.ts';
@@ -201,6 +202,52 @@ describe('links reported by a router', async () => {
     conn.close();
     await eventually(async () => (await linkList()).meta.pagination.totalCount === 0, 'the links are gone');
     assertError(await fabric.get(`/links/${l1}`), 404, 'NOT_FOUND');
+  });
+});
+
+describe('a link an operator took down', async () => {
+  const dialer = await enrolledRouter(tc, 'transit');
+  const peer = await createRecord(tc.mgmt, '/transit-routers', { name: uniqueName('tr-peer') });
+  const linkId = `${uniqueName('link')}-held`;
+
+  function report(conn: TestRouterConnection, iteration: number): void {
+    const links = [{ id: linkId, destRouterId: peer, linkProtocol: 'tls', linkCostTags: [], dialAddress: 'tls:peer.test:4022', iteration }];
+    conn.send(message(CtrlContentType.RouterLinks, encode('ctrl.RouterLinks', { links, fullRefresh: true })));
+  }
+
+  async function reported(iteration: number): Promise<Record<string, any>> {
+    await eventually(async () => (await fabric.get(`/links/${linkId}`)).body.data?.iteration === iteration, `iteration ${iteration} is reported`);
+    return (await fabric.get(`/links/${linkId}`)).body.data;
+  }
+
+  it('stays down when its router reports it again or reconnects and re-announces it, until the operator lifts it', async () => {
+    let { conn } = await connectRouter(tc, dialer);
+    report(conn, 1);
+    assert.equal((await reported(1)).down, false);
+    assert.equal((await fabric.patch(`/links/${linkId}`, { down: true })).status, 200);
+    assert.equal((await fabric.get(`/links/${linkId}`)).body.data.down, true);
+
+    // The router reports it again (a re-dial keeps the id with the next iteration).
+    report(conn, 2);
+    assert.equal((await reported(2)).down, true, 'a report does not lift it');
+
+    // The router reconnects: its links went with the connection, and it re-announces them.
+    conn.close();
+    await eventually(async () => (await fabric.get(`/links/${linkId}`)).status === 404, 'the link goes with the connection');
+    ({ conn } = await connectRouter(tc, dialer));
+    report(conn, 3);
+    assert.equal((await reported(3)).down, true, 'still down after the reconnect');
+
+    // Lifted: down until then, up from then on, also when reported again.
+    assert.equal((await fabric.patch(`/links/${linkId}`, { down: false })).status, 200);
+    assert.equal((await fabric.get(`/links/${linkId}`)).body.data.down, false);
+    conn.close();
+    await eventually(async () => (await fabric.get(`/links/${linkId}`)).status === 404, 'the link goes with the connection');
+    ({ conn } = await connectRouter(tc, dialer));
+    report(conn, 4);
+    assert.equal((await reported(4)).down, false, 'a lifted link comes back up');
+    conn.close();
+    await eventually(async () => (await fabric.get(`/links/${linkId}`)).status === 404, 'the link goes with the connection');
   });
 });
 
