@@ -8,7 +8,7 @@
  * - Links: the router that dialed a link reports it; links are stored (any process may route over them) and
  *   removed on a link fault (the other end is told), when the dialer reports a full list without them, and
  *   when either router goes. A router asked to accept a link verifies the dialer through the controller. A
- *   link an operator took down is held down (`link_holds`, migration 0032): reported again under its id (the
+ *   link an operator took down is held down (`link_holds`, migration 0033): reported again under its id (the
  *   router reconnected, re-announced it or re-dialed it), it comes back down until the operator lifts it.
  * - Link costs: a link costs its static cost plus the latency each end measures, in whole milliseconds (the
  *   store keeps the sum, migration 0031). Both ends report the mean of their `link.<id>.latency` (and
@@ -186,7 +186,7 @@ export function createMesh(options: MeshOptions) {
 
   /**
    * A dialing router's report of its links; a full refresh drops the ones it no longer lists. Whether a link is
-   * down is the operator's alone: a link taken down and reported again stays down (migration 0032).
+   * down is the operator's alone: a link taken down and reported again stays down (migration 0033).
    */
   function routerLinks(routerId: string, msg: ChannelMessage): void {
     const report = decode('ctrl.RouterLinks', msg.body);

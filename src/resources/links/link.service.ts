@@ -72,7 +72,7 @@ export function createLinkService(db: Db) {
   /**
    * Sets the supplied fields of a link (NOT_FOUND when it is gone). Taking it down holds it down: the hold
    * outlives the link's row, so the link stays down when its routers report it again, until `down: false`
-   * lifts the hold (`link_holds`, migration 0032, whose triggers keep `links.down`).
+   * lifts the hold (`link_holds`, migration 0033, whose triggers keep `links.down`).
    */
   function patch(id: string, body: { down?: boolean | null; staticCost?: number | null }): void {
     db.transaction(() => {
