@@ -192,7 +192,8 @@ export async function startController(config: Config, options: StartOptions = {}
     const serviceViews = createServiceViews(db, access, clock);
     const authenticators = createAuthenticatorService(db, certificateInspector(), clock);
     const cas = createCaService({ db, signer: pki, issuer: advertisedBaseUrl(config.advertise, config.port), clock });
-    const signerTokens = createSignerTokens(db);
+    // The logger exists once the server is built, before any request can fetch a JWKS.
+    const signerTokens = createSignerTokens(db, { log: { warn: (obj, msg) => app.log.warn(obj, msg) } });
     const seal = await loadOrCreateTokenSeal(join(config.dataDir, 'pki'));
     const apiSessions = createApiSessionService({ db, clock, timeoutMs: config.apiSessionTimeoutMs, seal });
     const apiSessionCertificates = createApiSessionCertificateService({ db, pki, apiSessions, clock });
