@@ -16,7 +16,7 @@ import { verifiedCertificateFingerprint } from './pki/fingerprint.ts';
 import { certsToPkcs7Base64 } from './pki/pkcs7.ts';
 import { buildServer } from './http/server.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
-import { createEntityService, systemClock } from './resources/entity-service.ts';
+import { createEntityService, systemClock, type Clock } from './resources/entity-service.ts';
 import { createIdentityService } from './resources/identities/identity.service.ts';
 import { createAccessService, registerMembershipTables, type AccessService } from './access/access.service.ts';
 import { createAuthenticatorService } from './resources/authenticators/authenticator.service.ts';
@@ -125,6 +125,8 @@ export interface StartOptions {
   origin?: string;
   /** How this process reaches the routers other processes hold (cluster workers); alone by default. */
   bus?: FabricBus;
+  /** The time records and API session expiry are computed with: the system clock unless a test moves its own. */
+  clock?: Clock;
 }
 
 /** Loads the controller PKI from the data dir, creating it at first start. */
@@ -178,7 +180,7 @@ export async function startController(config: Config, options: StartOptions = {}
     if (options.firstStart !== false) options.onPrepared?.();
     const instanceId = controllerInstanceId(db);
 
-    const clock = systemClock;
+    const clock = options.clock ?? systemClock;
     // The change feed keeps this process's in-memory state in step with writes of other worker processes.
     const feed = createChangeFeed(db, { origin: options.origin, probe: sqliteCommitProbe(db) });
     const access = createAccessService(db, clock, feed);
@@ -192,13 +194,15 @@ export async function startController(config: Config, options: StartOptions = {}
     const serviceViews = createServiceViews(db, access, clock);
     const authenticators = createAuthenticatorService(db, certificateInspector(), clock);
     const cas = createCaService({ db, signer: pki, issuer: advertisedBaseUrl(config.advertise, config.port), clock });
-    const signerTokens = createSignerTokens(db);
+    // The logger exists once the server is built, before any request can fetch a JWKS.
+    const signerTokens = createSignerTokens(db, { now: () => clock.now().getTime(), log: { warn: (obj, msg) => app.log.warn(obj, msg) } });
     const seal = await loadOrCreateTokenSeal(join(config.dataDir, 'pki'));
     const apiSessions = createApiSessionService({ db, clock, timeoutMs: config.apiSessionTimeoutMs, seal });
     const apiSessionCertificates = createApiSessionCertificateService({ db, pki, apiSessions, clock });
     const mfa = createMfaService(db, clock);
     const auth = createAuthenticationService({
       db,
+      clock,
       identities,
       apiSessions,
       secondary: createSecondaryFactors({ db, policies: createAuthPolicyReader(db), signers: signerTokens }),

@@ -6,12 +6,40 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { request as httpsRequest } from 'node:https';
 import { startTestController, uniqueName } from '../support/controller.ts';
 import { createUserWithPassword } from '../support/factories.ts';
 import { assertError } from '../support/assertions.ts';
 
 const tc = await startTestController({ extraArgs: ['--auth-limit', '2', '--write-limit', '3'] });
 const CLIENT = '/edge/client/v1';
+
+/**
+ * A POST sent with its headers and the first byte of its body only (`sent` once they are on the wire);
+ * `finish` sends the rest and resolves with the status.
+ */
+function heldPost(path: string, body: unknown): { sent: Promise<void>; finish(): Promise<number> } {
+  const payload = Buffer.from(JSON.stringify(body));
+  const req = httpsRequest({
+    hostname: '127.0.0.1', port: tc.port, path, method: 'POST', ca: tc.ca, agent: false,
+    headers: { 'content-type': 'application/json', 'content-length': String(payload.length), 'zt-session': tc.adminToken },
+  });
+  const status = new Promise<number>((resolve, reject) => {
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+  });
+  const sent = new Promise<void>((resolve) => req.write(payload.subarray(0, 1), () => resolve()));
+  return {
+    sent,
+    finish() {
+      req.end(payload.subarray(1));
+      return status;
+    },
+  };
+}
 
 function login(username: string, password: string) {
   return tc.http.post(`${CLIENT}/authenticate?method=password`, { username, password });
@@ -35,15 +63,34 @@ describe('admission control', () => {
 
   it('sheds a write flood with 429 SERVER_TOO_MANY_REQUESTS and a refused write changes nothing', async () => {
     const prefix = uniqueName('flood');
-    const answers = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => tc.mgmt.post('/identities', { name: `${prefix}-${i}`, type: 'User', isAdmin: false })),
-    );
+    const identity = (i: number | string) => ({ name: `${prefix}-${i}`, type: 'User', isAdmin: false });
+    // Three writes whose bodies are held back fill the write window (--write-limit 3): admission happens when
+    // the headers arrive, so the window stays full until the bodies are sent.
+    const held = [0, 1, 2].map((i) => heldPost('/edge/management/v1/identities', identity(`held-${i}`)));
+    await Promise.all(held.map((h) => h.sent));
+    // Wait until the server has admitted them: the first refused write says so.
+    const probes = [];
+    for (let i = 0; i < 50; i++) {
+      const probe = await tc.mgmt.post('/identities', identity(`probe-${i}`));
+      probes.push(probe);
+      if (probe.status === 429) break;
+    }
+    assert.equal(probes.at(-1)?.status, 429, 'the held writes fill the window');
+    const answers = [
+      ...probes,
+      ...(await Promise.all(Array.from({ length: 30 }, (_, i) => tc.mgmt.post('/identities', identity(i))))),
+    ];
     const created = answers.filter((r) => r.status === 201).length;
     const limited = answers.filter((r) => r.status === 429);
-    assert.equal(created + limited.length, 30, JSON.stringify([...new Set(answers.map((r) => r.status))]));
+    assert.ok(limited.length >= 31, `the flood is shed while the window is full (${limited.length} refused)`);
+    assert.equal(created + limited.length, answers.length, JSON.stringify([...new Set(answers.map((r) => r.status))]));
     for (const r of limited) assertError(r, 429, 'SERVER_TOO_MANY_REQUESTS');
+
+    const heldStatuses = await Promise.all(held.map((h) => h.finish()));
+    assert.deepEqual(heldStatuses, [201, 201, 201], 'the admitted writes complete');
+    assert.equal((await tc.mgmt.post('/identities', identity('after'))).status, 201, 'a write after the flood is admitted');
     const listed = await tc.mgmt.get(`/identities?limit=100&filter=${encodeURIComponent(`name contains "${prefix}"`)}`);
-    assert.equal(listed.body.meta.pagination.totalCount, created, 'exactly the admitted writes happened');
+    assert.equal(listed.body.meta.pagination.totalCount, created + 3 + 1, 'exactly the admitted writes happened');
   });
 
   it('keeps counting failed logins under a flood: the identity locks', async () => {

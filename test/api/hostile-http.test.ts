@@ -61,6 +61,26 @@ describe('hostile HTTP', () => {
     assert.equal((await tc.http.get('/version')).status, 200);
   });
 
+  it('accepts JSON nested 64 levels deep and refuses 65 with COULD_NOT_PARSE_BODY', async () => {
+    // The identity object is level 1 and its appData level 2; the value in appData adds the remaining levels.
+    const identityNested = (levels: number) => {
+      const value = '['.repeat(levels - 2) + '"deep"' + ']'.repeat(levels - 2);
+      return `{"name":"nested-${levels}-${process.pid}","type":"User","isAdmin":false,"appData":{"deep":${value}}}`;
+    };
+    const accepted = await tc.mgmt.post('/identities', undefined, { rawBody: identityNested(64), contentType: 'application/json' });
+    assert.equal(accepted.status, 201, accepted.text);
+    const stored = await tc.mgmt.get(`/identities/${accepted.body.data.id}`);
+    let depth = 0;
+    for (let v: unknown = stored.body.data.appData.deep; Array.isArray(v); v = v[0]) depth++;
+    assert.equal(depth, 62, 'the value is stored whole');
+
+    const refused = await tc.mgmt.post('/identities', undefined, { rawBody: identityNested(65), contentType: 'application/json' });
+    assertError(refused, 400, 'COULD_NOT_PARSE_BODY');
+    assert.match(refused.body.error.cause.message, /nesting deeper than 64/);
+    const named = await tc.mgmt.get(`/identities?filter=${encodeURIComponent(`name = "nested-65-${process.pid}"`)}`);
+    assert.equal(named.body.meta.pagination.totalCount, 0, 'the refused body created nothing');
+  });
+
   it('refuses absurd paging values', async () => {
     const res = await tc.mgmt.get('/identities?limit=1000000000000&offset=100000000000000000000');
     assertError(res, 400, 'COULD_NOT_VALIDATE');

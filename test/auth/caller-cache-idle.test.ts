@@ -1,7 +1,8 @@
 /**
- * Idle expiry with the caller cache warm: a 2 s API session timeout, so expiry and the half-timeout write of
- * the activity time happen within the test. The cached session must still expire after 2 s without use,
- * stay alive while used, and show the stored activity time the store holds.
+ * Idle expiry with the caller cache warm: a 2 s API session timeout on a clock the test moves (it stands still
+ * otherwise), so expiry and the half-timeout write of the activity time happen at known instants. The cached
+ * session must still expire once 2 s pass without use, stay alive while used, and show the stored activity
+ * time the store holds.
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,13 +10,13 @@ import { join } from 'node:path';
 import { startTestController, uniqueName, ADMIN_USER, ADMIN_PASSWORD, type TestController } from '../support/controller.ts';
 import { createClient, type HttpClient } from '../support/client.ts';
 import { createUserWithPassword } from '../support/factories.ts';
+import { manualClock } from '../support/manual-clock.ts';
 import { openDatabase, closeDatabase } from '../../src/store/database.ts';
 
-const tc: TestController = await startTestController({ env: { PORTCULLIS_API_SESSION_TIMEOUT_SECONDS: '2' } });
+const clock = manualClock({ frozen: true });
+const tc: TestController = await startTestController({ env: { PORTCULLIS_API_SESSION_TIMEOUT_SECONDS: '2' }, clock });
 const outside = openDatabase(join(tc.dataDir, 'portcullis.db'));
 after(() => closeDatabase(outside));
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function newUser(): Promise<{ client: HttpClient; apiSessionId: string; storedAt: () => string }> {
   // The harness's admin session expires too: log in afresh.
@@ -30,24 +31,26 @@ async function newUser(): Promise<{ client: HttpClient; apiSessionId: string; st
 }
 
 describe('caller cache and idle expiry', () => {
-  it('a warm session unused for longer than the timeout is refused', async () => {
+  it('a warm session unused for the timeout is refused, one used just before is not', async () => {
     const u = await newUser();
     assert.equal((await u.client.get('/current-identity')).status, 200);
     assert.equal((await u.client.get('/current-identity')).status, 200);
-    await sleep(2300);
-    assert.equal((await u.client.get('/current-identity')).status, 401);
+    clock.advance(1999);
+    assert.equal((await u.client.get('/current-identity')).status, 200, 'alive 1 ms before the timeout');
+    clock.advance(2000);
+    assert.equal((await u.client.get('/current-identity')).status, 401, 'refused once the timeout has passed');
   });
 
   it('a session in use outlives the timeout, its stored activity time advances and is what it shows', async () => {
     const u = await newUser();
     const initial = u.storedAt();
-    const started = Date.now();
-    while (Date.now() - started < 3500) {
-      assert.equal((await u.client.get('/current-identity')).status, 200, `alive after ${Date.now() - started} ms`);
-      await sleep(400);
+    for (let elapsed = 400; elapsed <= 3600; elapsed += 400) {
+      clock.advance(400);
+      assert.equal((await u.client.get('/current-identity')).status, 200, `alive after ${elapsed} ms`);
     }
     const stored = u.storedAt();
     assert.ok(stored > initial, `stored activity time advanced (${initial} → ${stored})`);
+    clock.advance(400);
     const res = await u.client.get('/current-api-session');
     assert.equal(res.status, 200, res.text);
     const shown = res.body.data.lastActivityAt as string;

@@ -19,7 +19,8 @@
  * ../shared/tools/ziti beside the repository, unpacked once into a cache under the temp dir
  * (test/interop/ziti-bin.mjs); the runner passes its path to the suites in ZITI_BIN.
  * Each suite gets a controller of its own, stopped and its data dir removed at the end; the exit code is non-zero
- * when any suite fails or a needed toolchain is missing. The controller is the production build, run as
+ * when any suite fails, when a suite runs no test (none collected, all skipped, or a `-run` filter that matches
+ * nothing), or when a needed toolchain or suite folder is missing: a suite that could not run never passes. The controller is the production build, run as
  * `npm start` runs it (`node dist/main.js`, no TypeScript loader); the runner builds it first when dist/ is missing
  * or older than src/ (scripts/build.mjs --if-stale).
  *
@@ -51,7 +52,7 @@ const onlyArg = onlyIdx >= 0 ? own[onlyIdx + 1] : undefined;
 // `router/<name>`: one file of the router suite (<name>.suite.ts).
 const [only, onlyFile] = onlyArg === undefined ? [undefined, undefined] : onlyArg.split('/', 2);
 const wantGo = !only || only === 'go';
-const wantPython = (!only || only === 'python') && existsSync(pyDir);
+const wantPython = !only || only === 'python';
 const cliDir = join(here, 'cli');
 const wantCli = !only || only === 'cli';
 const wantZac = !only || only === 'zac';
@@ -89,6 +90,7 @@ function fail(message) {
   process.exit(1);
 }
 
+if (wantPython && !existsSync(pyDir)) fail(`the Python suite folder ${pyDir} is missing.`);
 if (wantGo && !have('go', ['version'])) {
   fail('Go is required for the Go interop suite (test/interop/go) but `go` was not found on PATH; install Go >= 1.25.');
 }
@@ -96,17 +98,22 @@ if (wantGo && !have('go', ['version'])) {
 // The router suite's traffic tests use the same Python (its openziti package is the C SDK they dial with), and so
 // does the fuzz suite (Schemathesis, installed by the same setup.sh).
 let python = process.env.PYTHON;
+// The router suite's traffic file dials with the Python openziti package.
+const wantTraffic = wantRouter && (!onlyFile || onlyFile === 'traffic');
 let pythonSetupFailed = false;
 if ((wantPython || wantRouter || wantFuzz) && !python && existsSync(join(pyDir, 'setup.sh'))) {
   const setup = spawnSync('bash', [join(pyDir, 'setup.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (setup.status !== 0) {
-    if (wantPython || wantFuzz) fail('test/interop/python/setup.sh failed (python3 >= 3.11 with venv and pip, and access to the package index, are required)');
-    // The router suite still runs; its C SDK test fails saying the Python is missing.
-    console.error('test:interop: test/interop/python/setup.sh failed: the router suite\'s C SDK test will fail');
+    const needed = 'python3 >= 3.11 with venv and pip, and access to the package index, are required';
+    if (wantPython || wantFuzz || wantTraffic) fail(`test/interop/python/setup.sh failed (${needed}); the Python, fuzz and router traffic suites need it.`);
+    // Only router files that do not use the Python are selected: they run without it.
     pythonSetupFailed = true;
   } else {
     python = setup.stdout.trim().split('\n').pop();
   }
+}
+if ((wantPython || wantFuzz || wantTraffic) && !python) {
+  fail('a Python is required for the Python, fuzz and router traffic suites: set PYTHON, or keep test/interop/python/setup.sh to make one.');
 }
 if (wantPython && !have(python, ['-m', 'pytest', '--version'])) {
   fail(`Python with pytest is required for test/interop/python, but \`${python} -m pytest\` does not run.`);
@@ -195,6 +202,26 @@ function countNodeTest(line) {
   if (m[1] === 'pass') counts.passed += n;
   else if (m[1] === 'fail' || m[1] === 'cancelled') counts.failed += n;
   else counts.skipped += n;
+}
+
+/**
+ * Runs one suite (`runIt` resolves with its exit code) and fails it when it ran no test: nothing collected, every
+ * test skipped, or a filter that matched nothing would otherwise pass without checking anything.
+ */
+async function suite(name, runIt) {
+  const before = counts.passed + counts.failed;
+  const code = await runIt();
+  if (code === 0 && counts.passed + counts.failed === before) {
+    console.error(`test:interop: the ${name} suite ran no test (none collected, or all skipped)`);
+    return 1;
+  }
+  return code;
+}
+
+/** pytest's exit code 5 is "no tests collected": a failure, said plainly. */
+function pytestCode(name, code) {
+  if (code === 5) console.error(`test:interop: pytest collected no test in the ${name} suite`);
+  return code;
 }
 
 /**
@@ -307,7 +334,7 @@ if (wantGo) {
   // The Go SDK verifies ES256 enrollment JWTs: the default EC server key.
   exitCode ||= await withController('ec', async (env) => {
     console.log('test:interop: go test ./... (test/interop/go)');
-    return run('go', ['test', '-v', '-count=1', '-timeout', '5m', ...goExtra, './...'], goDir, env, countGo);
+    return suite('Go', () => run('go', ['test', '-v', '-count=1', '-timeout', '5m', ...goExtra, './...'], goDir, env, countGo));
   });
 }
 if (wantPython) {
@@ -315,8 +342,7 @@ if (wantPython) {
   // PKI is RSA as well), so this suite runs against a controller with an RSA server key.
   const code = await withController('rsa', async (env) => {
     console.log('test:interop: python -m pytest (test/interop/python)');
-    const c = await run(python, ['-m', 'pytest', '-q'], pyDir, env, countPytest);
-    return c === 5 ? 0 : c; // pytest: no tests collected
+    return suite('Python', async () => pytestCode('Python', await run(python, ['-m', 'pytest', '-q'], pyDir, env, countPytest)));
   });
   exitCode ||= code;
 }
@@ -324,7 +350,7 @@ if (wantCli) {
   const code = await withController('ec', async (env) => {
     console.log('test:interop: ziti CLI (test/interop/cli)');
     const files = readdirSync(cliDir).filter((f) => f.endsWith('.suite.ts')).map((f) => join(cliDir, f));
-    return run(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', ...files], repo, { ...env, ZITI_BIN: zitiBin }, countNodeTest);
+    return suite('ziti CLI', () => run(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', ...files], repo, { ...env, ZITI_BIN: zitiBin }, countNodeTest));
   });
   exitCode ||= code;
 }
@@ -343,7 +369,7 @@ if (wantRouter) {
       console.log(`test:interop: ${group.label} (test/interop/router: ${group.files.join(', ')})`);
       const suiteEnv = { ...env, ZITI_BIN: zitiBin, ...(python && !pythonSetupFailed ? { PORTCULLIS_PYTHON: python } : {}) };
       const files = group.files.map((f) => join(routerDir, f));
-      return run(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', ...files], repo, suiteEnv, countNodeTest);
+      return suite(group.label, () => run(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', ...files], repo, suiteEnv, countNodeTest));
     });
     exitCode ||= code;
   }
@@ -351,7 +377,7 @@ if (wantRouter) {
 if (wantZac) {
   const code = await withController('ec', async (env) => {
     console.log('test:interop: node --test (test/interop/zac)');
-    return run(process.execPath, ['--test', '--test-reporter=tap', join(zacDir, 'console.test.mjs')], repo, { ...env, ZAC_TARBALL: zacTarball, CHROMIUM_PATH: chromiumPath }, countNodeTest);
+    return suite('console', () => run(process.execPath, ['--test', '--test-reporter=tap', join(zacDir, 'console.test.mjs')], repo, { ...env, ZAC_TARBALL: zacTarball, CHROMIUM_PATH: chromiumPath }, countNodeTest));
   });
   exitCode ||= code;
 }
@@ -359,7 +385,7 @@ if (wantFuzz) {
   // Schemathesis against both Edge APIs and the fabric API, as an admin and as a plain identity (README there).
   const code = await withController('ec', async (env) => {
     console.log('test:interop: schemathesis (test/interop/fuzz)');
-    return run(python, ['-m', 'pytest', '-q', '-s', '-p', 'no:cacheprovider', 'test_fuzz.py'], fuzzDir, env, countPytest);
+    return suite('fuzz', async () => pytestCode('fuzz', await run(python, ['-m', 'pytest', '-q', '-s', '-p', 'no:cacheprovider', 'test_fuzz.py'], fuzzDir, env, countPytest)));
   });
   exitCode ||= code;
 }

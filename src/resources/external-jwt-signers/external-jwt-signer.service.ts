@@ -12,6 +12,7 @@ import { ApiError, fieldError } from '../../errors.ts';
 import { describeSignerCertificate } from '../../pki/external-jwt.ts';
 import { createEntityService, systemClock, type Clock, type ListRequest } from '../entity-service.ts';
 import { externalJwtSignerResource } from './external-jwt-signer.resource.ts';
+import { jwksEndpointProblem } from './outbound-address.ts';
 import { isValidPointer } from './signer-tokens.ts';
 
 const ZERO_TIME = '0001-01-01T00:00:00.000Z';
@@ -56,7 +57,8 @@ function checkSigner(tx: Tx, record: Values, out: Values): void {
   const jwksEndpoint = record.jwksEndpoint as string | null;
   if (!certPem && !jwksEndpoint) throw fieldError('certPem', 'jwksEndpoint or certPem is required', certPem);
   if (certPem && jwksEndpoint) throw fieldError('jwksEndpoint', 'only one of jwksEndpoint or certPem may be defined', jwksEndpoint);
-  if (jwksEndpoint && !isHttpUrl(jwksEndpoint)) throw fieldError('jwksEndpoint', 'jwksEndpoint must be an http or https URL', jwksEndpoint);
+  const endpointProblem = jwksEndpoint ? jwksEndpointProblem(jwksEndpoint) : undefined;
+  if (endpointProblem) throw fieldError('jwksEndpoint', endpointProblem, jwksEndpoint);
   if (record.externalAuthUrl && !isHttpUrl(record.externalAuthUrl as string)) {
     throw fieldError('externalAuthUrl', 'externalAuthUrl must be an http or https URL', record.externalAuthUrl);
   }

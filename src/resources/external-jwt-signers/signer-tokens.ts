@@ -7,11 +7,10 @@
  *
  * JWKS keys are cached per signer and endpoint. Every verification refreshes the set unless it was
  * fetched less than a second ago; keys learned once are kept even when they leave the set, as upstream
- * does. Fetches time out after 5 s, follow at most 5 redirects, and refuse link-local and cloud metadata
- * addresses.
+ * does. Fetches (`jwks-fetch.ts`) time out after 5 s, follow at most 5 redirects, and refuse link-local and
+ * cloud metadata addresses; a refused fetch counts as an unreachable endpoint and logs one warning.
  */
 import type { KeyObject } from 'node:crypto';
-import { isIP } from 'node:net';
 import type { Db } from '../../store/database.ts';
 import { parseRights, type Rights } from '../../auth/rights.ts';
 import { prepare } from '../../store/entity-table.ts';
@@ -23,7 +22,22 @@ import {
   verifyExternalJwt,
 } from '../../pki/external-jwt.ts';
 
+import { fetchJwks, RefusedAddressError, type ResolveHost } from './jwks-fetch.ts';
+
 export { ExternalJwtError } from '../../pki/external-jwt.ts';
+
+/** Where a refused JWKS fetch is reported (the controller's logger). */
+export interface SignerTokensLog {
+  warn(obj: object, msg: string): void;
+}
+
+export interface SignerTokensOptions {
+  refreshIntervalMs?: number;
+  now?: () => number;
+  /** Host name resolution for JWKS fetches (the system resolver by default). */
+  resolve?: ResolveHost;
+  log?: SignerTokensLog;
+}
 
 /** The stored signer, as verification and enrollment need it. */
 export interface SignerRecord {
@@ -133,35 +147,6 @@ export function looksLikeJwt(token: string): boolean {
   return token.startsWith('e') && parts.length === 3 && parts.every((p) => p.length > 0);
 }
 
-const FETCH_TIMEOUT_MS = 5000;
-const MAX_REDIRECTS = 5;
-const BLOCKED_HOSTS = new Set(['metadata.google.internal', 'metadata', 'metadata.azure.com']);
-
-function blockedHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (BLOCKED_HOSTS.has(host)) return true;
-  if (isIP(host) === 4) return host.startsWith('169.254.') || host === '100.100.100.200';
-  if (isIP(host) === 6) return /^fe[89ab]/.test(host) || host === 'fd00:ec2::254';
-  return false;
-}
-
-async function fetchJwks(url: string): Promise<unknown> {
-  let target = new URL(url);
-  for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-    if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new Error('unsupported JWKS URL scheme');
-    if (blockedHost(target.hostname)) throw new Error('JWKS host is not allowed');
-    const res = await fetch(target, { redirect: 'manual', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
-    if (res.status >= 300 && res.status < 400 && res.headers.get('location')) {
-      await res.body?.cancel();
-      target = new URL(res.headers.get('location') as string, target);
-      continue;
-    }
-    if (!res.ok) throw new Error(`JWKS endpoint answered ${res.status}`);
-    return await res.json();
-  }
-  throw new Error('too many JWKS redirects');
-}
-
 interface JwksEntry {
   keys: Map<string, KeyObject>;
   fetchedAt: number;
@@ -172,7 +157,7 @@ export interface VerifyOptions {
   refetchOnUnknownKid?: boolean;
 }
 
-export function createSignerTokens(db: Db, opts: { refreshIntervalMs?: number; now?: () => number } = {}) {
+export function createSignerTokens(db: Db, opts: SignerTokensOptions = {}) {
   const refreshIntervalMs = opts.refreshIntervalMs ?? 1000;
   const now = opts.now ?? Date.now;
   const jwksCache = new Map<string, JwksEntry>();
@@ -192,13 +177,17 @@ export function createSignerTokens(db: Db, opts: { refreshIntervalMs?: number; n
     return rows.map(toRecord);
   }
 
-  async function refresh(key: string, url: string, entry: JwksEntry | undefined): Promise<JwksEntry | undefined> {
+  async function refresh(signerId: string, key: string, url: string, entry: JwksEntry | undefined): Promise<JwksEntry | undefined> {
     try {
-      const fetched = keysFromJwks(await fetchJwks(url));
+      const fetched = keysFromJwks(await fetchJwks(url, { resolve: opts.resolve }));
       const next: JwksEntry = { keys: new Map([...(entry?.keys ?? []), ...fetched]), fetchedAt: now() };
       jwksCache.set(key, next);
       return next;
-    } catch {
+    } catch (err) {
+      if (err instanceof RefusedAddressError) {
+        // The host only: the URL's path or query may carry a secret.
+        opts.log?.warn({ signerId, host: err.host, address: err.address }, 'JWKS fetch refused: link-local or cloud metadata address');
+      }
       // An unreachable endpoint leaves the keys learned earlier usable.
       if (entry) entry.fetchedAt = now();
       return entry;
@@ -211,12 +200,12 @@ export function createSignerTokens(db: Db, opts: { refreshIntervalMs?: number; n
     let entry = jwksCache.get(cacheKey);
     let fetchedNow = false;
     if (!entry || now() - entry.fetchedAt >= refreshIntervalMs) {
-      entry = await refresh(cacheKey, url, entry);
+      entry = await refresh(signer.id, cacheKey, url, entry);
       fetchedNow = true;
     }
     let key = entry?.keys.get(kid);
     if (!key && options.refetchOnUnknownKid && !fetchedNow) {
-      entry = await refresh(cacheKey, url, entry);
+      entry = await refresh(signer.id, cacheKey, url, entry);
       key = entry?.keys.get(kid);
     }
     return key;

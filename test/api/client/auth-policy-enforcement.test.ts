@@ -1,6 +1,7 @@
 /**
  * Auth policies at authentication: disallowed primary methods, lockout after `maxAttempts` wrong passwords
- * (identity disabled for `lockoutDurationMinutes`, released by time — moved by editing the stored lock time),
+ * (identity disabled for `lockoutDurationMinutes`, released by time — moved by editing the stored lock time;
+ * the count survives a restart),
  * the password rules enforced wherever a password is set, `requireTotp` forcing partial sessions, and
  * `requireExtJwtSigner` requiring a second bearer token from that signer on every request.
  */
@@ -121,6 +122,21 @@ describe('lockout', () => {
     tc.controller.db.prepare('UPDATE identities SET disabled_until = ? WHERE id = ?').run(new Date(Date.now() - 1000).toISOString(), user.id);
     const released = await login(user.username, user.password);
     assert.equal(released.status, 200, released.text);
+  });
+
+  it('counts failed attempts across a restart of the controller', async () => {
+    const user = await userWithPolicy(await createPolicy({ updb: { maxAttempts: 3, lockoutDurationMinutes: 1 } }));
+    for (let i = 0; i < 2; i++) assertError(await login(user.username, 'Wrong-pass-1'), 401, 'INVALID_AUTH');
+    const controllerBefore = tc.controller;
+    await tc.restart();
+    assert.notEqual(tc.controller, controllerBefore, 'a new controller serves the same data dir');
+    const failures = tc.controller.db.prepare('SELECT failed_attempts FROM authenticators WHERE id = ?').get(user.authenticatorId) as { failed_attempts: number };
+    assert.equal(failures.failed_attempts, 2);
+    assert.equal((await tc.mgmt.get(`/identities/${user.id}`)).body.data.disabled, false);
+    // Had the count restarted from zero, one more failure would not lock.
+    assertError(await login(user.username, 'Wrong-pass-1'), 401, 'INVALID_AUTH');
+    assert.equal((await tc.mgmt.get(`/identities/${user.id}`)).body.data.disabled, true, 'the third failure in all locks');
+    assertError(await login(user.username, user.password), 401, 'INVALID_AUTH');
   });
 
   it('a zero lockout duration locks until an administrator enables the identity; maxAttempts 0 never locks', async () => {

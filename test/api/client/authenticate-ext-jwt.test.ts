@@ -11,10 +11,13 @@ import { startTestController, uniqueName, type TestController } from '../../supp
 import { createClient, type HttpResponse } from '../../support/client.ts';
 import { createIdentity } from '../../support/factories.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
-import { assertError, sleep } from '../../support/assertions.ts';
+import { assertError } from '../../support/assertions.ts';
+import { manualClock } from '../../support/manual-clock.ts';
 import { claimsFor, createTestSigner, insertAuthPolicy, startJwksServer } from '../../support/external-signer.ts';
 
-const tc: TestController = await startTestController();
+// Real time plus moves: the JWKS refresh interval (1 s) is passed by moving the clock, not by sleeping.
+const clock = manualClock();
+const tc: TestController = await startTestController({ clock });
 const jwks = await startJwksServer();
 after(() => jwks.close());
 
@@ -126,18 +129,24 @@ describe('ext-jwt authentication: success', () => {
     const ok = await authenticate(token);
     assert.equal(ok.status, 200, ok.text);
 
-    // A key the endpoint did not publish yet is unknown; once published (and the one-second refresh interval
-    // has passed) it is found.
+    // A key the endpoint did not publish yet is unknown; once published it is found when the one-second refresh
+    // interval has passed.
     const rotated = await createTestSigner('rotated');
     const late = await rotated.sign(claimsFor(issuer, AUDIENCE, identityId), { kid: 'late-key' });
     assertRefused(await authenticate(late), 'invalid');
     jwks.setKeys([await jwksIdp.publicJwk(JWKS_KID), await rotated.publicJwk('late-key')]);
-    await sleep(1100);
-    assert.equal((await authenticate(late)).status, 200);
+    const fetches = jwks.requests();
+    clock.advance(1000);
+    const found = await authenticate(late);
+    assert.equal(found.status, 200, found.text);
+    assert.ok(jwks.requests() > fetches, 'the key set was fetched again');
     // Keys learned once stay usable although the endpoint no longer lists them.
     jwks.setKeys([await jwksIdp.publicJwk(JWKS_KID)]);
-    await sleep(1100);
+    const refetches = jwks.requests();
+    clock.advance(1000);
+    assert.equal((await authenticate(late)).status, 200);
     assert.equal((await authenticate(token)).status, 200);
+    assert.ok(jwks.requests() > refetches, 'the key set without the keys was fetched');
   });
 });
 

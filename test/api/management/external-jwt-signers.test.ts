@@ -187,6 +187,29 @@ describe('external JWT signers: validation', () => {
     await expectCreateRejected(jwksBody({ claimsProperty: 'a~' }), (res) => assertFieldError(res, 'claimsProperty'));
   });
 
+  it('refuses JWKS endpoints on link-local and cloud metadata addresses, in any spelling', async () => {
+    const refused = [
+      'http://169.254.169.254/latest/meta-data/',
+      'http://0xa9.0xfe.0xa9.0xfe/jwks',
+      'http://2852039166/jwks',
+      'http://[::ffff:169.254.169.254]/jwks',
+      'https://[fe80::1]:8443/jwks',
+      'http://[fd00:ec2::254]/jwks',
+      'file:///etc/passwd',
+    ];
+    for (const jwksEndpoint of refused) {
+      await expectCreateRejected(jwksBody({ jwksEndpoint }), (res) => {
+        assertFieldError(res, 'jwksEndpoint');
+        assert.equal(res.body.error.cause.value, jwksEndpoint);
+        assert.match(res.body.error.cause.reason, /link-local or cloud metadata|http or https URL/);
+      });
+    }
+    // Loopback and private addresses stay allowed (self-hosted identity providers).
+    await create(jwksBody({ jwksEndpoint: 'http://127.0.0.1:8080/jwks' }));
+    await create(jwksBody({ jwksEndpoint: 'http://10.0.0.7/jwks' }));
+    await create(jwksBody({ jwksEndpoint: 'https://[::1]/jwks' }));
+  });
+
   it('requires the enrollment auth policy to exist and to allow what enrollment is enabled for', async () => {
     await expectCreateRejected(jwksBody({ enrollAuthPolicyId: 'no-such-policy' }), (res) => assertFieldError(res, 'enrollAuthPolicyId'));
     const noExtJwt = insertAuthPolicy(tc, { extJwt: { allowed: false } });
@@ -255,6 +278,18 @@ describe('external JWT signers: update and delete', () => {
     assertFieldError(await tc.mgmt.put(`/external-jwt-signers/${id}`, { name: 'x', issuer: 'y', audience: null, enabled: true, certPem: signer.certPem }), 'audience');
     assertError(await tc.mgmt.patch(`/external-jwt-signers/${id}`, { certPem: 'junk' }), 400, 'INVALID_CERT_PEM');
     assertFieldError(await tc.mgmt.patch(`/external-jwt-signers/${id}`, { enrollAuthPolicyId: 'missing' }), 'enrollAuthPolicyId');
+    assert.deepEqual(await detail(id), before);
+  });
+
+  it('refuses a PUT or PATCH to a link-local or cloud metadata JWKS endpoint and changes nothing', async () => {
+    const id = await create(jwksBody());
+    const before = await detail(id);
+    const patch = await tc.mgmt.patch(`/external-jwt-signers/${id}`, { jwksEndpoint: 'http://169.254.169.254/jwks' });
+    assertFieldError(patch, 'jwksEndpoint');
+    assert.match(patch.body.error.cause.reason, /link-local or cloud metadata/);
+    assertFieldError(await tc.mgmt.patch(`/external-jwt-signers/${id}`, { jwksEndpoint: 'http://[::ffff:a9fe:a9fe]/' }), 'jwksEndpoint');
+    assertFieldError(await tc.mgmt.put(`/external-jwt-signers/${id}`, jwksBody({ jwksEndpoint: 'http://[fe80::a:b]/jwks' })), 'jwksEndpoint');
+    assertFieldError(await tc.mgmt.put(`/external-jwt-signers/${id}`, jwksBody({ jwksEndpoint: 'http://0251.0376.0251.0376/jwks' })), 'jwksEndpoint');
     assert.deepEqual(await detail(id), before);
   });
 
