@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import { openDatabase, closeDatabase } from '../../../src/store/database.ts';
 import { fetchJwks, RefusedAddressError, type ResolveHost } from '../../../src/resources/external-jwt-signers/jwks-fetch.ts';
 import { createSignerTokens, ExternalJwtError, type SignerRecord } from '../../../src/resources/external-jwt-signers/signer-tokens.ts';
+import { noRights } from '../../../src/auth/rights.ts';
 import { claimsFor, createTestSigner } from '../../support/external-signer.ts';
 
 /** A resolver answering from a fixed table, counting its calls per name. */
@@ -113,7 +114,7 @@ describe('signer tokens with a refused JWKS host', () => {
         id: 'signer-1', name: 'idp', issuer: 'https://idp', audience: 'ziti', certPem: null,
         jwksEndpoint: `http://idp.example.test:${port}/jwks?secret=s3cr3t`, kid: null, fingerprint: null, enabled: true,
         claimsProperty: '/sub', useExternalId: false, enrollToCertEnabled: false, enrollToTokenEnabled: false,
-        enrollNameClaimsSelector: '/sub', enrollAttributeClaimsSelector: '', enrollAuthPolicyId: 'default',
+        enrollNameClaimsSelector: '/sub', enrollAttributeClaimsSelector: '', enrollAuthPolicyId: 'default', trust: noRights,
       };
       const token = await idp.sign(claimsFor('https://idp', 'ziti', 'alice'), { kid: 'k1' });
 
