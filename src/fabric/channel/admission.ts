@@ -86,14 +86,15 @@ export class ChannelAdmission {
       over = { reason: `${load.inboundMessages} messages (${load.inboundBytes} bytes) waiting to be handled, more than ${b.maxInboundMessages} (${b.maxInboundBytes} bytes)`, ms: RECHECK_MS };
     }
 
+    // Within the bounds since calmMs (whether or not anything was assessed meanwhile): the slowdown is over.
+    if (this.slowedSince !== undefined && now - this.lastOverAt >= b.calmMs) this.slowedSince = undefined;
     let startsSlowdown = false;
     if (over) {
-      this.lastOverAt = now;
+      // Over the rate until the excess is paid back, whenever it sends next.
+      this.lastOverAt = now + over.ms;
       startsSlowdown = this.slowedSince === undefined;
       this.slowedSince ??= now;
       if (now - this.slowedSince > b.maxSlowedMs) return { action: 'disconnect', reason: `${over.reason} for ${b.maxSlowedMs / 1000} s` };
-    } else if (this.slowedSince !== undefined && now - this.lastOverAt >= b.calmMs) {
-      this.slowedSince = undefined;
     }
 
     const outbound = this.assessOutbound(load.outboundBytes, now);
