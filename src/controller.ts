@@ -76,7 +76,7 @@ import { createPostureCheckService } from './resources/posture-checks/posture-ch
 import { createPostureCheckTypeService } from './resources/posture-check-types/posture-check-type.service.ts';
 import { createDatabaseOps, resetDatabaseOps } from './resources/database/database-ops.ts';
 import { loadOrCreateTokenSeal } from './auth/token-seal.ts';
-import { createFabric, type Fabric } from './fabric/fabric.ts';
+import { createFabric, type Fabric, type FabricOptions } from './fabric/fabric.ts';
 import { loneBus, type FabricBus } from './fabric/bus.ts';
 import { admissionSettings } from './http/admission.ts';
 import type { FabricAccess } from './fabric/service-access.ts';
@@ -127,6 +127,8 @@ export interface StartOptions {
   bus?: FabricBus;
   /** The time records and API session expiry are computed with: the system clock unless a test moves its own. */
   clock?: Clock;
+  /** Control-channel deadlines, bounds and log instead of the defaults (tests: short deadlines, small bounds, log lines read back). */
+  fabric?: Partial<Pick<FabricOptions, 'timings' | 'bounds' | 'helloTimeoutMs' | 'log'>>;
 }
 
 /** Loads the controller PKI from the data dir, creating it at first start. */
@@ -325,6 +327,7 @@ export async function startController(config: Config, options: StartOptions = {}
       caBundlePem: pki.caBundlePem,
       signingCertPem: pki.serverCertPem,
       seal,
+      apiSessions,
       signer: pki,
       access: fabricAccess(access, createPostureEvaluator({ db, access, clock })),
       controllerId: instanceId,
@@ -333,6 +336,7 @@ export async function startController(config: Config, options: StartOptions = {}
       owner: feed.origin,
       bus: options.bus ?? loneBus(feed.origin),
       log: app.log,
+      ...options.fabric,
     });
     await app.listen({ host: config.address, port: config.port });
     apiSessions.start();

@@ -241,7 +241,7 @@ function sleep(ms: number): Promise<void> {
 }
 
 /** Waits (at most 30 s) until the controller's CPU over half a second is below 15 % of a core: the previous load is over. */
-async function settle(pid: number): Promise<void> {
+export async function settle(pid: number): Promise<void> {
   const deadline = performance.now() + 30_000;
   let before = procStats(pid).cpuMs;
   while (performance.now() < deadline) {

@@ -6,6 +6,7 @@ import { s4, s5, s10 } from './auth.ts';
 import { s7, s8 } from './changes.ts';
 import { s12 } from './footprint.ts';
 import { s13 } from './flood.ts';
+import { s14 } from './router-flood.ts';
 
 interface ScenarioDef {
   title: string;
@@ -27,6 +28,7 @@ export const SCENARIOS: Record<string, ScenarioDef> = {
   S10: { title: 'Burst of 250 OTT enrollments', run: s10 },
   S12: { title: 'Footprint: RSS and database size at rest, cold start to first served request', run: s12 },
   S13: { title: 'service-updates latency during a 10× password-login flood, admission limits at their defaults and off', run: s13, defaultWorkers: true },
+  S14: { title: 'service-updates latency while one router floods its control channel with heartbeats and malformed messages', run: s14, defaultWorkers: true },
 };
 
 export async function runScenario(id: string, opts: ScenarioOptions): Promise<ScenarioResult> {

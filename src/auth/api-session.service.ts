@@ -2,8 +2,9 @@
  * API sessions: issued at authentication, carried as the `zt-session` token, ended by logout, admin
  * delete, idle timeout or identity removal. A SHA-256 of each token is the lookup key; the token itself is
  * kept only sealed, for routers (token-seal.ts). Activity (every
- * authenticated request) is marked in memory and flushed in batches, so a busy client costs no write per
- * request; expiry checks use the newer of the stored and in-memory times.
+ * authenticated request, and every router heartbeat naming the session) is marked in memory and flushed in
+ * batches, so a busy client or router costs no write per request; expiry checks use the newer of the stored and
+ * in-memory times.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Db } from '../store/database.ts';
@@ -160,15 +161,52 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
    */
   function touch(record: ApiSessionRecord): ApiSessionRecord | undefined {
     const now = clock.now().getTime();
-    if (lastActivityMs(record) + timeoutMs <= now) return undefined;
-    if (now - Date.parse(record.lastActivityAt) > timeoutMs / 2) {
-      // Other worker processes only see the stored time: once it is half a timeout old, store the mark now
-      // rather than at the next flush, so no other process's sweep can remove a session in use.
-      const at = new Date(now).toISOString();
-      prepare(db, 'UPDATE api_sessions SET last_activity_at = ? WHERE id = ? AND last_activity_at < ?').run(at, record.id, at);
-    }
-    activity.set(record.id, now);
+    if (!mark(record, now)) return undefined;
+    const stored = storeAtOnce([record], now);
+    if (stored.length > 0) writeMarks(db, stored, now);
     return record;
+  }
+
+  /** Marks activity now unless the session is idle too long already (by the newer of both times). */
+  function mark(record: Pick<ApiSessionRecord, 'id' | 'lastActivityAt'>, now: number): boolean {
+    if (Math.max(Date.parse(record.lastActivityAt), activity.get(record.id) ?? 0) + timeoutMs <= now) return false;
+    activity.set(record.id, now);
+    return true;
+  }
+
+  /**
+   * Other worker processes only see the stored time: a session whose stored time is half a timeout old has its mark
+   * stored now rather than at the next flush, so no other process's sweep can remove a session in use.
+   */
+  function storeAtOnce(records: ReadonlyArray<Pick<ApiSessionRecord, 'id' | 'lastActivityAt'>>, now: number): string[] {
+    return records.filter((r) => now - Date.parse(r.lastActivityAt) > timeoutMs / 2).map((r) => r.id);
+  }
+
+  function writeMarks(target: Db, ids: readonly string[], ms: number): void {
+    const at = new Date(ms).toISOString();
+    const write = prepare(target, 'UPDATE api_sessions SET last_activity_at = ? WHERE id = ? AND last_activity_at < ?');
+    for (const id of ids) write.run(at, id, at);
+  }
+
+  /**
+   * Marks the sessions of these token hashes active (a router's heartbeat: its SDKs use them), in memory like
+   * requests, flushed with them. Returns the hashes of no live session (unknown, or idle too long).
+   */
+  function markActiveByHashes(hashes: readonly string[]): Set<string> {
+    const now = clock.now().getTime();
+    const unknown = new Set(hashes);
+    const found: Array<{ id: string; lastActivityAt: string }> = [];
+    const read = prepare(db, 'SELECT id, last_activity_at FROM api_sessions WHERE token_hash = ?');
+    for (const hash of unknown) {
+      const row = read.get(hash) as { id: string; last_activity_at: string } | undefined;
+      const record = row && { id: row.id, lastActivityAt: row.last_activity_at };
+      if (!record || !mark(record, now)) continue;
+      unknown.delete(hash);
+      found.push(record);
+    }
+    const stored = storeAtOnce(found, now);
+    if (stored.length > 0) withTransaction(db, (tx) => writeMarks(tx.db, stored, now));
+    return unknown;
   }
 
   /** The live session a token names, marking activity; undefined when unknown or idle too long. */
@@ -198,11 +236,7 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
     const cutoff = new Date(clock.now().getTime() - timeoutMs).toISOString();
     try {
       withTransaction(db, (tx) => {
-        const mark = prepare(tx.db, 'UPDATE api_sessions SET last_activity_at = ? WHERE id = ? AND last_activity_at < ?');
-        for (const [id, ms] of marks) {
-          const at = new Date(ms).toISOString();
-          mark.run(at, id, at);
-        }
+        for (const [id, ms] of marks) writeMarks(tx.db, [id], ms);
         prepare(tx.db, 'DELETE FROM api_sessions WHERE last_activity_at < ?').run(cutoff);
       });
     } catch (err) {
@@ -229,7 +263,7 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
     if (db.open) maintain();
   }
 
-  return { create, resolve, findByHash, touch, get, remove, removeForIdentity, expiresAt, lastActivityMs, maintain, start, stop, timeoutMs };
+  return { create, resolve, findByHash, touch, markActiveByHashes, get, remove, removeForIdentity, expiresAt, lastActivityMs, maintain, start, stop, timeoutMs };
 }
 
 export type ApiSessionService = ReturnType<typeof createApiSessionService>;

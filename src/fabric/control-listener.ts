@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import { readCertificateDer, verifyChain, type ParsedCertificate } from '../pki/certificate-chain.ts';
 import { ControlChannel, DEFAULT_TIMINGS, type ChannelLog, type ChannelTimings } from './channel/connection.ts';
+import type { ChannelBounds } from './channel/admission.ts';
 import { HelloHeader, helloAccepted, helloRefused, readRouterHello, routerRefusal, type EnrolledRouter, type RouterHello, type VersionInfo } from './channel/hello.ts';
 import { ChannelProtocolError, HELLO_LIMITS, MessageDecoder, encodeMessage, type ChannelMessage } from './channel/message.ts';
 
@@ -35,6 +36,8 @@ export interface ControlListenerOptions {
   admitted(router: AdmittedRouter): void;
   helloTimeoutMs?: number;
   timings?: ChannelTimings;
+  /** What each router may cost (channel/admission.ts); the defaults otherwise. */
+  bounds?: ChannelBounds;
   now?: () => Date;
 }
 
@@ -75,7 +78,7 @@ export function createControlListener(options: ControlListenerOptions) {
 
     const connectionId = randomBytes(6).toString('base64url');
     socket.write(encodeMessage(helloAccepted(hello, parsed, { controllerId: options.controllerId, controllerVersion: options.controllerVersion, connectionId })));
-    const channel = new ControlChannel(socket, options.log, options.timings ?? DEFAULT_TIMINGS, leftover);
+    const channel = new ControlChannel(socket, options.log, options.timings ?? DEFAULT_TIMINGS, leftover, options.bounds);
     channels.add(channel);
     channel.once('close', () => channels.delete(channel));
     options.log.info({ routerId: parsed.routerId, connectionId, remoteAddress: socket.remoteAddress, version: parsed.versionInfo.version }, 'router connected');

@@ -21,7 +21,8 @@ import {
   syntheticChangeSet,
 } from './edge-sync.ts';
 import { decode } from './proto/index.ts';
-import { hashToken } from '../auth/api-session.service.ts';
+import { hashToken, type ApiSessionService } from '../auth/api-session.service.ts';
+import type { ChannelBounds } from './channel/admission.ts';
 import type { ChannelMessage } from './channel/message.ts';
 import { EdgeContentType } from './proto/edge-ctrl.ts';
 import { createEdgeRequests } from './edge-requests.ts';
@@ -58,6 +59,8 @@ export interface FabricOptions {
   signingCertPem: string;
   /** Opens the sealed API session tokens routers verify SDKs against. */
   seal: TokenSeal;
+  /** Where routers' API session heartbeats are marked as activity (batched with the REST side's). */
+  apiSessions: Pick<ApiSessionService, 'markActiveByHashes'>;
   /** How often store changes (API sessions, service sessions) are looked for while routers are connected. */
   pollIntervalMs?: number;
   /** The key that signs session JWTs (routers' requests carry them back). */
@@ -74,6 +77,8 @@ export interface FabricOptions {
   owner: string;
   log: FabricLog;
   timings?: ChannelTimings;
+  /** What each router may cost on its control channel (channel/admission.ts); the defaults otherwise. */
+  bounds?: ChannelBounds;
   helloTimeoutMs?: number;
   /** How often stored router changes (deleted, disabled, re-enrolled) are checked against open channels. */
   checkIntervalMs?: number;
@@ -136,6 +141,7 @@ export function createFabric(options: FabricOptions) {
     admitted,
     ...(options.helloTimeoutMs !== undefined ? { helloTimeoutMs: options.helloTimeoutMs } : {}),
     ...(options.timings ? { timings: options.timings } : {}),
+    ...(options.bounds ? { bounds: options.bounds } : {}),
   });
 
   function admitted(router: AdmittedRouter): void {
@@ -155,6 +161,9 @@ export function createFabric(options: FabricOptions) {
       apiSessionsFrom: 0,
     };
     sessions.set(session.routerId, session);
+    const named = { routerId: session.routerId, routerName: session.name };
+    router.channel.on('slowed', (reason) => log.warn({ ...named, reason }, 'router slowed: over its control channel bounds, reading paused'));
+    router.channel.on('overloaded', (reason) => log.warn({ ...named, reason }, 'router disconnected: over its control channel bounds for too long'));
     live.connected(session.routerId, session.connectionId, session.connectedAt, session.versionInfo, linkListenersOf(router));
     for (const contentType of Object.values(ACKNOWLEDGED)) router.channel.handle(contentType, (msg, ch) => ch.result(msg, true));
     router.channel.handle(CtrlContentType.RouterLinks, (msg) => mesh.routerLinks(session.routerId, msg));
@@ -177,7 +186,7 @@ export function createFabric(options: FabricOptions) {
       } catch (err) {
         log.warn({ routerId: session.routerId, err: (err as Error).message }, 'could not record the router disconnect');
       }
-      log.info({ routerId: session.routerId, connectionId: session.connectionId, reason }, 'router disconnected');
+      log.info({ ...named, connectionId: session.connectionId, reason }, 'router disconnected');
     });
   }
 
@@ -280,7 +289,10 @@ export function createFabric(options: FabricOptions) {
     live.syncStatus(session.routerId, session.connectionId, 'SYNC_DONE');
   }
 
-  /** Which identities have an SDK connected to the router: full state, or the changes since the last report. */
+  /**
+   * Which identities have an SDK connected to the router: full state, or the changes since the last report.
+   * Identities that do not exist (deleted meanwhile, or made up) are passed over.
+   */
   function identityConnections(session: RouterSession, msg: ChannelMessage): void {
     const report = decode('edge.ConnectEvents', msg.body);
     const at = new Date().toISOString();
@@ -289,7 +301,11 @@ export function createFabric(options: FabricOptions) {
       for (const event of report.events) {
         if (!event.identityId) continue;
         if (event.isConnected) {
-          prepare(db, 'INSERT INTO identity_router_connections (identity_id, router_id, connected_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING').run(event.identityId, session.routerId, at);
+          prepare(
+            db,
+            `INSERT INTO identity_router_connections (identity_id, router_id, connected_at)
+             SELECT id, ?, ? FROM identities WHERE id = ? ON CONFLICT DO NOTHING`,
+          ).run(session.routerId, at, event.identityId);
         } else {
           prepare(db, 'DELETE FROM identity_router_connections WHERE identity_id = ? AND router_id = ?').run(event.identityId, session.routerId);
         }
@@ -297,20 +313,15 @@ export function createFabric(options: FabricOptions) {
     }).immediate();
   }
 
-  /** API sessions in use at the router count as active; tokens the controller no longer knows are removed there. */
+  /**
+   * API sessions in use at the router count as active: marked like REST requests, written in the next batch of
+   * activity (no write per heartbeat). Tokens of no live session are removed at the router.
+   */
   function apiSessionHeartbeat(session: RouterSession, msg: ChannelMessage): void {
     const { tokens } = decode('edge.ApiSessionHeartbeat', msg.body);
-    const at = new Date().toISOString();
-    const unknown: Array<{ id: string; token: string }> = [];
-    const touch = prepare(db, 'UPDATE api_sessions SET last_activity_at = ? WHERE token_hash = ? AND last_activity_at < ?');
-    const exists = prepare(db, 'SELECT 1 FROM api_sessions WHERE token_hash = ?');
-    db.transaction(() => {
-      for (const token of tokens) {
-        const hash = hashToken(token);
-        if (touch.run(at, hash, at).changes === 0 && !exists.get(hash)) unknown.push({ id: '', token });
-      }
-    }).immediate();
-    if (unknown.length > 0) session.channel.send(apiSessionsRemoved(unknown));
+    const hashes = tokens.map(hashToken);
+    const unknown = options.apiSessions.markActiveByHashes(hashes);
+    if (unknown.size > 0) session.channel.send(apiSessionsRemoved(tokens.filter((_, i) => unknown.has(hashes[i]!)).map((token) => ({ id: '', token }))));
   }
 
   /**
@@ -385,13 +396,26 @@ export function createFabric(options: FabricOptions) {
   }, options.pollIntervalMs ?? 100);
   pollTimer.unref();
 
-  /** Closes the channels of routers deleted, disabled or re-enrolled since they connected. */
+  /**
+   * Closes the channels of routers deleted, disabled or re-enrolled since they connected, and of routers that
+   * connected again to another process (its row in router_connections names the newer connection).
+   */
   function checkStoredRouters(): void {
     if (sessions.size === 0) return;
     const stored = storedRouters();
+    const connected = live.current();
     for (const session of sessions.values()) {
       const now = stored.get(session.routerId);
-      const reason = !now ? 'router deleted' : now.disabled ? 'router disabled' : now.fingerprint !== session.fingerprint ? 'router re-enrolled' : undefined;
+      const row = connected.get(session.routerId);
+      const reason = !now
+        ? 'router deleted'
+        : now.disabled
+          ? 'router disabled'
+          : now.fingerprint !== session.fingerprint
+            ? 'router re-enrolled'
+            : row && row.connectionId !== session.connectionId
+              ? `replaced by a newer connection of the same router (held by ${row.owner})`
+              : undefined;
       if (reason) {
         log.info({ routerId: session.routerId, reason }, 'closing router control channel');
         session.channel.close(reason);

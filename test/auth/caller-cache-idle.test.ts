@@ -14,7 +14,7 @@ import { manualClock } from '../support/manual-clock.ts';
 import { openDatabase, closeDatabase } from '../../src/store/database.ts';
 
 const clock = manualClock({ frozen: true });
-const tc: TestController = await startTestController({ env: { PORTCULLIS_API_SESSION_TIMEOUT_SECONDS: '2' }, clock });
+const tc: TestController = await startTestController({ env: { PORTCULLIS_API_SESSION_TIMEOUT_SECONDS: '2' }, start: { clock } });
 const outside = openDatabase(join(tc.dataDir, 'portcullis.db'));
 after(() => closeDatabase(outside));
 

@@ -481,3 +481,59 @@ describe('control channel: terminators and circuits', async () => {
     await eventually(async () => (await tc.mgmt.get(`/identities/${host.id}`)).body.data.hasEdgeRouterConnection === false, 'the host shows disconnected');
   });
 });
+
+describe('control channel: reports and limits', () => {
+  it('marks the API sessions a router heartbeats in the batched activity write, not with a write per heartbeat', async () => {
+    const router = await enrolledRouter(tc);
+    const { conn } = await connectRouter(tc, router);
+    const user = await createClientUser(tc);
+    const db = tc.controller.db;
+    const activityWrites = () => db.prepare("SELECT version FROM table_versions WHERE name = 'api_session_activity'").pluck().get() as number;
+    const stored = () => db.prepare('SELECT last_activity_at FROM api_sessions WHERE id = ?').pluck().get(user.apiSessionId) as string;
+    const before = stored();
+    await new Promise((r) => setTimeout(r, 5));
+    const writesBefore = activityWrites();
+    for (let i = 0; i < 50; i++) conn.send(message(EdgeContentType.ApiSessionHeartbeat, encode('edge.ApiSessionHeartbeat', { tokens: [user.token] })));
+    const seq = conn.send(message(ChannelContentType.Ping));
+    await conn.replyTo(seq);
+    // A periodic flush may fall in between (one row per session active since the last); 50 heartbeats wrote nothing.
+    assert.ok(activityWrites() - writesBefore < 10, `${activityWrites() - writesBefore} activity rows written for 50 heartbeats`);
+    tc.controller.services.apiSessions.maintain();
+    assert.ok(stored() > before, 'the next batch stores the activity');
+    conn.close();
+  });
+
+  it('passes over connect events of identities that do not exist', async () => {
+    const router = await enrolledRouter(tc);
+    const { conn } = await connectRouter(tc, router);
+    const user = await createClientUser(tc);
+    conn.send(
+      message(
+        EdgeContentType.ConnectEvents,
+        encode('edge.ConnectEvents', { fullState: false, events: [{ identityId: 'no-such-identity', isConnected: true }, { identityId: user.id, isConnected: true }] }),
+      ),
+    );
+    const seq = conn.send(message(ChannelContentType.Ping));
+    assert.equal((await conn.replyTo(seq)).contentType, ChannelContentType.Result, 'the router is still served');
+    const rows = tc.controller.db.prepare('SELECT identity_id FROM identity_router_connections WHERE router_id = ?').pluck().all(router.id);
+    assert.deepEqual(rows, [user.id]);
+    conn.close();
+  });
+
+  it('reads messages up to the 16 MiB body limit and closes a router that announces a larger one', async () => {
+    const router = await enrolledRouter(tc);
+    const { conn } = await connectRouter(tc, router);
+    conn.send(message(99_998, Buffer.alloc(16 << 20, 1)));
+    const seq = conn.send(message(ChannelContentType.Ping));
+    assert.equal((await conn.replyTo(seq, 30_000)).contentType, ChannelContentType.Result, 'a 16 MiB message is read');
+    const prefix = Buffer.alloc(20);
+    MAGIC.copy(prefix, 0);
+    prefix.writeInt32LE(99_998, 4);
+    prefix.writeInt32LE(1000, 8);
+    prefix.writeInt32LE(0, 12);
+    prefix.writeInt32LE((16 << 20) + 1, 16);
+    conn.writeRaw(prefix);
+    await conn.waitClosed();
+    assert.equal((await tc.http.get('/version')).status, 200);
+  });
+});

@@ -54,15 +54,22 @@ function ownerOf(routerId: string): string | undefined {
   return (store.prepare('SELECT owner FROM router_connections WHERE router_id = ?').get(routerId) as { owner: string } | undefined)?.owner;
 }
 
-/** Connects the router, answering its server hello, until it is held by a worker other than `not`. */
-async function connectHeldBy(router: RouterCredentials, not?: string): Promise<TestRouterConnection> {
+function liveRowOf(routerId: string): { owner: string; connection_id: string } | undefined {
+  return store.prepare('SELECT owner, connection_id FROM router_connections WHERE router_id = ?').get(routerId) as { owner: string; connection_id: string } | undefined;
+}
+
+/**
+ * Connects the router, answering its server hello, until it is held by a worker other than `not`. With `replacing`
+ * (the connection id of the router's connection now), waits until the store names the new connection instead.
+ */
+async function connectHeldBy(router: RouterCredentials, not?: string, replacing?: string): Promise<TestRouterConnection> {
   for (let i = 0; i < 8; i++) {
     const { conn } = await connectRouter(tc, router);
     const hello = await conn.nextOf(EdgeContentType.ServerHello);
     const reply = message(EdgeContentType.ClientHello, encode('edge.ClientHello', { hostname: 'router.test', protocols: ['tls'], protocolPorts: ['3022'] }));
     reply.headers.set(ChannelHeader.ReplyFor, Buffer.from(Int32Array.of(hello.sequence).buffer));
     conn.send(reply);
-    await eventually(() => ownerOf(router.id) !== undefined, 'the router is recorded');
+    await eventually(() => (liveRowOf(router.id)?.connection_id ?? replacing) !== replacing, 'the router is recorded');
     if (not === undefined || ownerOf(router.id) !== not) {
       connections.push(conn);
       return conn;
@@ -159,6 +166,30 @@ describe('fabric across worker processes', () => {
     const unroute = await connA.nextOf(CtrlContentType.Unroute, 10_000);
     assert.equal(decode('ctrl.Unroute', unroute.body).circuitId, circuitId);
     await eventually(async () => (await mgmt.get(`/sessions/${dial.body.data.id}/route-path`)).body.data.routePath.length === 0, 'the circuit is gone');
+  });
+
+  it('a second connection of a router, held by another worker, ends the first', async () => {
+    const router = await enrolledRouter(tc);
+    let first = await connectHeldBy(router);
+    // Round robin decides the worker: a connection that lands on the same one replaces the first there; try again.
+    for (let i = 0; i < 8; i++) {
+      const before = liveRowOf(router.id)!;
+      const second = await connectHeldBy(router, undefined, before.connection_id);
+      const after = liveRowOf(router.id)!;
+      if (after.owner === before.owner) {
+        await first.waitClosed();
+        first = second;
+        continue;
+      }
+      await first.waitClosed(5000);
+      // The first worker forgot its connection, not the second's row.
+      await eventually(() => output.includes('replaced by a newer connection of the same router (held by'), 'the first worker logs why');
+      assert.deepEqual(liveRowOf(router.id), after);
+      const seq = second.send(message(1, Buffer.alloc(0)));
+      assert.equal((await second.replyTo(seq)).contentType, 2, 'the second connection is served');
+      return;
+    }
+    assert.fail('every connection landed on the same worker');
   });
 
   it('a worker that dies leaves no live rows behind: a living worker drops them', async () => {

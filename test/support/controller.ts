@@ -9,9 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { after } from 'node:test';
-import { startController, type RunningController } from '../../src/controller.ts';
+import { startController, type RunningController, type StartOptions } from '../../src/controller.ts';
 import { loadConfig } from '../../src/config.ts';
-import type { Clock } from '../../src/resources/entity-service.ts';
 import { createClient, type HttpClient } from './client.ts';
 
 export const ADMIN_USER = 'admin';
@@ -47,13 +46,13 @@ export interface TestController {
 }
 
 export async function startTestController(
-  opts: { dataDir?: string; extraArgs?: string[]; env?: Record<string, string>; keepDataDir?: boolean; clock?: Clock } = {},
+  opts: { dataDir?: string; extraArgs?: string[]; env?: Record<string, string>; keepDataDir?: boolean; start?: StartOptions } = {},
 ): Promise<TestController> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'portcullis-test-'));
   const port = await freePort();
   const args = ['--data-dir', dataDir, '--address', '127.0.0.1', '--port', String(port), '--admin-user', ADMIN_USER,
     '--admin-password', ADMIN_PASSWORD, '--log-level', 'silent', ...(opts.extraArgs ?? [])];
-  let controller = await startController(loadConfig(args, opts.env ?? {}), { clock: opts.clock });
+  let controller = await startController(loadConfig(args, opts.env ?? {}), opts.start);
   const ca = controller.pki.caBundlePem;
   const root = `https://127.0.0.1:${port}`;
   const http = createClient(root, ca);
@@ -74,7 +73,7 @@ export async function startTestController(
     },
     async restart() {
       await controller.stop();
-      controller = await startController(loadConfig(args, opts.env ?? {}), { clock: opts.clock });
+      controller = await startController(loadConfig(args, opts.env ?? {}), opts.start);
       tc.controller = controller;
     },
     async stop() {

@@ -1,5 +1,5 @@
 /**
- * A clock for the controller under test (`startTestController({ clock })`) that tests move instead of sleeping
+ * A clock for the controller under test (`startTestController({ start: { clock } })`) that tests move instead of sleeping
  * past a deadline. `frozen` stands still between moves; otherwise it runs with real time plus the moves.
  */
 import type { Clock } from '../../src/resources/entity-service.ts';

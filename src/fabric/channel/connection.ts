@@ -10,6 +10,10 @@
  * Anything that breaks the framing closes this one connection; a handler that throws is logged and the
  * connection goes on (a bad protobuf body from a router is its own problem, not the controller's).
  *
+ * What a router may cost is bounded (`admission.ts`): beyond its message rate or its queues the channel stops
+ * reading the socket for a while ('slowed'), and a router that stays beyond them is disconnected ('overloaded',
+ * then 'close'). Handler failures are logged at most once per FAILURE_LOG_MS with the count of the others.
+ *
  * A large body (the data model's full state, tens of MB on a large network, the same bytes for every router) is
  * written from the caller's buffer in slices, the next one only once the stream has drained (`write` returned
  * false: wait for 'drain'), so it is never copied per channel and what a channel holds of it stays about one
@@ -34,9 +38,18 @@ import {
   type ChannelMessage,
   type DecoderLimits,
 } from './message.ts';
+import { ChannelAdmission, DEFAULT_BOUNDS, type ChannelBounds, type ChannelLoad } from './admission.ts';
 
-/** After the hello: no single message may exceed these (a full data model for a large network fits). */
-export const CHANNEL_LIMITS: DecoderLimits = { maxHeaders: 1 << 20, maxBody: 64 << 20 };
+/**
+ * After the hello: no message a router sends may exceed these. Upstream's channel reads any length (uint32); its
+ * routers' largest messages are reports they do not split: connect events with every connected identity and
+ * circuit confirmations with every idle circuit, about 100 bytes an entry (src/fabric/README.md). 16 MiB holds
+ * those of 150,000 entries; the largest header value upstream's encodings allow is a byte map of 128 × 8 KiB.
+ */
+export const CHANNEL_LIMITS: DecoderLimits = { maxHeaders: 2 << 20, maxBody: 16 << 20 };
+
+/** Handler failures of one channel are logged at most this often (a router sending garbage must not flood the log). */
+const FAILURE_LOG_MS = 10_000;
 
 /** Bytes queued for a peer beyond which it counts as gone (large bodies shared with other channels not counted). */
 const MAX_UNSENT_BYTES = 256 << 20;
@@ -81,7 +94,7 @@ export class ChannelClosedError extends Error {
   override readonly name = 'ChannelClosedError';
 }
 
-export class ControlChannel extends EventEmitter<{ close: [reason: string] }> {
+export class ControlChannel extends EventEmitter<{ close: [reason: string]; slowed: [reason: string]; overloaded: [reason: string] }> {
   private readonly decoder = new MessageDecoder(CHANNEL_LIMITS);
   private readonly handlers = new Map<number, MessageHandler>();
   private readonly waiters = new Map<number, Waiter>();
@@ -96,6 +109,14 @@ export class ControlChannel extends EventEmitter<{ close: [reason: string] }> {
   private outboxOwned = 0;
   /** Since when a large body has waited for the stream to drain; undefined while it is not waiting. */
   private blockedSince: number | undefined;
+  private readonly admission: ChannelAdmission;
+  /** Messages whose (async) handlers have not finished, and their bytes. */
+  private inboundMessages = 0;
+  private inboundBytes = 0;
+  /** Reading stopped by the admission; the timer asks it again. */
+  private stopped = false;
+  private pausedTimer: NodeJS.Timeout | undefined;
+  private failures = { loggedAt: Number.NEGATIVE_INFINITY, unlogged: 0 };
 
   constructor(
     private readonly stream: Duplex,
@@ -103,8 +124,10 @@ export class ControlChannel extends EventEmitter<{ close: [reason: string] }> {
     private readonly timings: ChannelTimings = DEFAULT_TIMINGS,
     /** Bytes already read past the hello. */
     leftover?: Buffer,
+    bounds: ChannelBounds = DEFAULT_BOUNDS,
   ) {
     super();
+    this.admission = new ChannelAdmission(bounds, performance.now());
     stream.on('data', (chunk: Buffer) => this.receive(chunk));
     stream.on('error', (err) => this.close(`connection error: ${err.message}`));
     stream.on('close', () => this.close('connection closed by peer'));
@@ -142,9 +165,19 @@ export class ControlChannel extends EventEmitter<{ close: [reason: string] }> {
       this.enqueue({ bytes: encodeMessage(msg), owned: true });
     }
     // A peer that stops reading must not make the controller buffer without bound.
-    const unsent = this.stream.writableLength + this.outboxOwned;
+    const unsent = this.unsentOwnedBytes;
     if (unsent > MAX_UNSENT_BYTES) this.close(`peer is not reading (${unsent} bytes unsent)`);
     return msg.sequence;
+  }
+
+  /** Bytes encoded for this channel and not yet taken by the peer (of a shared body, at most the slice in the stream). */
+  private get unsentOwnedBytes(): number {
+    return this.stream.writableLength + this.outboxOwned;
+  }
+
+  /** Whether reading is stopped because the peer is over its bounds. */
+  get paused(): boolean {
+    return this.stopped;
   }
 
   /** Bytes sent but not yet taken by the stream (a shared body counts with what is left of it). */
@@ -222,6 +255,8 @@ export class ControlChannel extends EventEmitter<{ close: [reason: string] }> {
     if (this.closedReason !== undefined) return;
     this.closedReason = reason;
     clearInterval(this.heartbeatTimer);
+    clearTimeout(this.pausedTimer);
+    this.pausedTimer = undefined;
     for (const [, waiter] of this.waiters) {
       clearTimeout(waiter.timer);
       waiter.reject(new ChannelClosedError(reason));
@@ -245,7 +280,39 @@ export class ControlChannel extends EventEmitter<{ close: [reason: string] }> {
       return;
     }
     this.lastReceivedAt = Date.now();
+    if (messages.length === 0) return;
+    this.admission.received(messages.length, performance.now());
     for (const msg of messages) this.dispatch(msg);
+    this.regulate();
+  }
+
+  private load(): ChannelLoad {
+    return { inboundMessages: this.inboundMessages, inboundBytes: this.inboundBytes, outboundBytes: this.unsentOwnedBytes };
+  }
+
+  /** Reads on, stops reading for a while, or ends the channel, as the admission decides for the load now. */
+  private regulate(): void {
+    if (this.closed) return;
+    const verdict = this.admission.assess(this.load(), performance.now());
+    if (verdict.action === 'disconnect') {
+      this.emit('overloaded', verdict.reason);
+      this.close(verdict.reason);
+      return;
+    }
+    clearTimeout(this.pausedTimer);
+    this.pausedTimer = undefined;
+    if (verdict.action === 'read') {
+      if (this.stopped) this.stream.resume();
+      this.stopped = false;
+      return;
+    }
+    if (verdict.slowed) this.emit('slowed', verdict.reason);
+    this.stopped = true;
+    this.stream.pause();
+    this.pausedTimer = setTimeout(() => {
+      this.pausedTimer = undefined;
+      this.regulate();
+    }, verdict.ms);
   }
 
   private dispatch(msg: ChannelMessage): void {
@@ -274,17 +341,41 @@ export class ControlChannel extends EventEmitter<{ close: [reason: string] }> {
       this.log.debug({ contentType: msg.contentType }, 'ignoring control message of unhandled content type');
       return;
     }
-    const failed = (err: unknown) => this.log.warn({ contentType: msg.contentType, err: (err as Error)?.message }, 'control message handler failed');
+    const failed = (err: unknown) => this.handlerFailed(msg.contentType, err);
     try {
       const done = handler(msg, this);
-      if (done) done.catch(failed);
+      if (done) this.track(msg, done.catch(failed));
     } catch (err) {
       failed(err);
     }
   }
 
+  /** Counts a message as waiting for its handler until `done` settles. */
+  private track(msg: ChannelMessage, done: Promise<void>): void {
+    const bytes = msg.body.length + [...msg.headers.values()].reduce((n, v) => n + v.length, 0);
+    this.inboundMessages++;
+    this.inboundBytes += bytes;
+    void done.finally(() => {
+      this.inboundMessages--;
+      this.inboundBytes -= bytes;
+      if (this.paused) this.regulate();
+    });
+  }
+
+  private handlerFailed(contentType: number, err: unknown): void {
+    const now = performance.now();
+    if (now - this.failures.loggedAt < FAILURE_LOG_MS) {
+      this.failures.unlogged++;
+      return;
+    }
+    this.log.warn({ contentType, err: (err as Error)?.message, failuresNotLogged: this.failures.unlogged }, 'control message handler failed');
+    this.failures = { loggedAt: now, unlogged: 0 };
+  }
+
   private tick(): void {
     if (this.closed) return;
+    // While reading is stopped the peer's messages wait unread: its silence is ours.
+    if (this.paused) this.lastReceivedAt = Date.now();
     if (Date.now() - this.lastReceivedAt > this.timings.unresponsiveMs) {
       this.close(`no message for ${this.timings.unresponsiveMs} ms`);
       return;

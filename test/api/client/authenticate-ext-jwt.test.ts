@@ -17,7 +17,7 @@ import { claimsFor, createTestSigner, insertAuthPolicy, startJwksServer } from '
 
 // Real time plus moves: the JWKS refresh interval (1 s) is passed by moving the clock, not by sleeping.
 const clock = manualClock();
-const tc: TestController = await startTestController({ clock });
+const tc: TestController = await startTestController({ start: { clock } });
 const jwks = await startJwksServer();
 after(() => jwks.close());
 

@@ -117,3 +117,55 @@ describe('control channel sends', () => {
     }
   });
 });
+
+describe('control channel bounds', () => {
+  const small = { messagesPerSecond: 100_000, messageBurst: 100_000, maxInboundMessages: 10, maxInboundBytes: 1 << 20, maxOutboundBytes: 2048, maxSlowedMs: 300, calmMs: 100 };
+  const ping = () => encodeMessage(message(ChannelContentType.Ping));
+
+  it('stops reading while too many messages wait for their handlers, then disconnects the peer', async () => {
+    const peer = new SlowPeer();
+    const channel = new ControlChannel(peer, silent, timings, undefined, small);
+    let started = 0;
+    channel.handle(20218, () => {
+      started++;
+      return new Promise<void>(() => undefined);
+    });
+    const slowed = new Promise<string>((resolve) => channel.once('slowed', resolve));
+    const overloaded = new Promise<string>((resolve) => channel.once('overloaded', resolve));
+    const closed = new Promise<string>((resolve) => channel.once('close', resolve));
+    peer.push(Buffer.concat(Array.from({ length: 12 }, () => encodeMessage(message(20218, Buffer.alloc(10))))));
+    assert.match(await slowed, /12 messages \(120 bytes\) waiting to be handled, more than 10/);
+    assert.equal(channel.paused, true);
+    // Read no more while paused: these wait in the stream.
+    peer.push(Buffer.concat(Array.from({ length: 5 }, () => encodeMessage(message(20218, Buffer.alloc(10))))));
+    const reason = await overloaded;
+    assert.match(reason, /waiting to be handled.* for 0.3 s/);
+    assert.equal(await closed, reason);
+    assert.equal(started, 12, 'nothing more was handled while reading was stopped');
+  });
+
+  it('stops reading while its answers pile up unread, and disconnects a peer that takes none of them', async () => {
+    const peer = new SlowPeer();
+    const channel = new ControlChannel(peer, silent, timings, undefined, small);
+    const closed = new Promise<string>((resolve) => channel.once('close', resolve));
+    peer.push(Buffer.concat(Array.from({ length: 200 }, ping)));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(channel.paused, true, 'about 8 KiB of results wait for a peer that reads nothing');
+    assert.match(await closed, /took none of the \d+ bytes queued for it \(more than 2048\) for 0.3 s/);
+  });
+
+  it('reads on once a slow peer took its answers', async () => {
+    const peer = new SlowPeer();
+    const channel = new ControlChannel(peer, silent, timings, undefined, small);
+    peer.push(Buffer.concat(Array.from({ length: 200 }, ping)));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(channel.paused, true);
+    await peer.drainAll();
+    while (channel.paused) await new Promise((r) => setTimeout(r, 20));
+    peer.push(ping());
+    await peer.drainAll();
+    assert.equal(peer.messages().filter((m) => m.contentType === ChannelContentType.Result).length, 201);
+    assert.equal(channel.closed, false);
+    channel.close('done');
+  });
+});
