@@ -177,9 +177,9 @@ export function createFabric(options: FabricOptions) {
       const current = sessions.get(session.routerId) === session;
       if (current) sessions.delete(session.routerId);
       try {
-        live.disconnected(session.routerId, session.connectionId);
-        // Not replaced by a newer connection: what the router held goes with it.
-        if (current) {
+        const connectedAgain = live.disconnected(session.routerId, session.connectionId);
+        // Not replaced by a newer connection, here or in another process: what the router held goes with it.
+        if (current && !connectedAgain) {
           edgeRequests.routerGone(session.routerId);
           mesh.routerGone(session.routerId);
         }

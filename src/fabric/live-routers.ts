@@ -116,9 +116,13 @@ export function createLiveRouters(db: Db, owner: string) {
     prepare(db, 'UPDATE router_connections SET sync_status = ? WHERE router_id = ? AND connection_id = ?').run(status, routerId, connectionId);
   }
 
-  /** The connection ended; a newer connection of the same router keeps its row. */
-  function disconnected(routerId: string, connectionId: string): void {
-    prepare(db, 'DELETE FROM router_connections WHERE router_id = ? AND connection_id = ?').run(routerId, connectionId);
+  /**
+   * The connection ended; a newer connection of the same router keeps its row. Returns whether the router is
+   * connected again already (in any process): what it holds then belongs to that connection.
+   */
+  function disconnected(routerId: string, connectionId: string): boolean {
+    const removed = prepare(db, 'DELETE FROM router_connections WHERE router_id = ? AND connection_id = ?').run(routerId, connectionId).changes;
+    return removed === 0 && current().has(routerId);
   }
 
   return { current, connected, described, syncStatus, disconnected };

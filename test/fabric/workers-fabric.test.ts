@@ -168,8 +168,10 @@ describe('fabric across worker processes', () => {
     await eventually(async () => (await mgmt.get(`/sessions/${dial.body.data.id}/route-path`)).body.data.routePath.length === 0, 'the circuit is gone');
   });
 
-  it('a second connection of a router, held by another worker, ends the first', async () => {
+  it('a second connection of a router, held by another worker, ends the first (and leaves the second what it holds)', async () => {
     const router = await enrolledRouter(tc);
+    const service = await mgmt.post('/services', { name: uniqueName('held'), encryptionRequired: false });
+    assert.equal(service.status, 201, service.text);
     let first = await connectHeldBy(router);
     // Round robin decides the worker: a connection that lands on the same one replaces the first there; try again.
     for (let i = 0; i < 8; i++) {
@@ -181,10 +183,21 @@ describe('fabric across worker processes', () => {
         first = second;
         continue;
       }
+      // What the router holds through its second connection (a terminator it created) is not the first's to clean up.
+      const disconnects = () => output.split('router disconnected').length;
+      const disconnectsBefore = disconnects();
+      const now = new Date().toISOString();
+      const writer = new Database(join(dataDir, 'portcullis.db'), { timeout: 5000 });
+      writer.prepare(
+        "INSERT INTO terminators (id, service_id, router_id, binding, address, created_at, updated_at, is_system) VALUES (?, ?, ?, 'edge', 'held', ?, ?, 1)",
+      ).run(`held-${router.id}`, service.body.data.id, router.id, now, now);
+      writer.close();
       await first.waitClosed(5000);
       // The first worker forgot its connection, not the second's row.
       await eventually(() => output.includes('replaced by a newer connection of the same router (held by'), 'the first worker logs why');
       assert.deepEqual(liveRowOf(router.id), after);
+      await eventually(() => disconnects() > disconnectsBefore, 'the first worker handled the close');
+      assert.ok(store.prepare('SELECT 1 FROM terminators WHERE id = ?').get(`held-${router.id}`), 'the second connection keeps its terminator');
       const seq = second.send(message(1, Buffer.alloc(0)));
       assert.equal((await second.replyTo(seq)).contentType, 2, 'the second connection is served');
       return;
