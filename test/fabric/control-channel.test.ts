@@ -458,7 +458,9 @@ describe('control channel: terminators and circuits', async () => {
     const unknown = await conn.next((m) => m.contentType === EdgeContentType.ApiSessionRemoved && decode('edge.ApiSessionRemoved', m.body).tokens.includes('no-such-token'));
     assert.deepEqual(decode('edge.ApiSessionRemoved', unknown.body).tokens, ['no-such-token']);
 
-    // Disabling the identity ends its API sessions: the router is told to drop them.
+    // Disabling the identity ends its API sessions: the router is told to drop them. It is told of a removal only
+    // for a session it was told of (one made and ended within one poll reaches it in neither), so wait for that first.
+    await conn.next((m) => m.contentType === EdgeContentType.ApiSessionAdded && decode('edge.ApiSessionAdded', m.body).apiSessions.some((s) => s.id === user.apiSessionId));
     const disabled = await tc.mgmt.post(`/identities/${user.id}/disable`, { durationMinutes: 0 });
     assert.equal(disabled.status, 200, disabled.text);
     const removed = await conn.next((m) => m.contentType === EdgeContentType.ApiSessionRemoved && decode('edge.ApiSessionRemoved', m.body).ids.includes(user.apiSessionId));
