@@ -59,7 +59,7 @@ export const caResource = defineResource({
     isAuthEnabled: { schema: Type.Boolean(), column: 'is_auth_enabled', kind: 'bool', create: 'required', put: 'required', patch: true, filter: 'bool' },
     identityRoles: { schema: Roles, read: RolesRead, column: 'identity_roles', kind: 'json', create: 'required', put: 'required', patch: true, default: [] },
     identityNameFormat: {
-      schema: Type.String(), column: 'identity_name_format', create: 'optional', put: 'required', patch: true, default: '', filter: 'string',
+      schema: Type.String(), column: 'identity_name_format', create: 'optional', put: 'required', patch: true, default: '', filter: 'string', advertised: false,
     },
     externalIdClaim: {
       schema: ExternalIdClaimSchema, read: Type.Unsafe({ type: 'object', properties: claimProperties }), column: 'external_id_claim', kind: 'json',
