@@ -8,7 +8,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { defineResource, nameField } from '../define-resource.ts';
 import { RightsSchema } from '../../auth/rights.ts';
-import { Roles } from '../common.schema.ts';
+import { Roles, type Links } from '../common.schema.ts';
 
 const nullableEnum = (values: string[]) => Type.Unsafe<string | null>({ type: ['string', 'null'], enum: [...values, null] });
 
@@ -37,6 +37,14 @@ export const ExternalIdClaimPatchSchema = Type.Unsafe<Record<string, unknown> | 
 const RolesRead = Type.Array(Type.String());
 
 export const DEFAULT_IDENTITY_NAME_FORMAT = '[caName]-[commonName]';
+
+/** A CA's `_links`, in its detail and in every reference to it: `verify` until verified, `jwt` while auto enrollment is on. */
+export function caLinks(id: string, state: { isVerified?: unknown; isAutoCaEnrollmentEnabled?: unknown }): Links {
+  const links: Links = { self: { href: `./cas/${id}` } };
+  if (!state.isVerified) links.verify = { href: `./cas/${id}/verify` };
+  if (state.isAutoCaEnrollmentEnabled) links.jwt = { href: `./cas/${id}/jwt` };
+  return links;
+}
 
 export const caResource = defineResource({
   entityType: 'cas',
