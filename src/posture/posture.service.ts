@@ -227,12 +227,19 @@ export function createPostureService(deps: PostureServiceDeps) {
     const apiSessionPostureData: Record<string, unknown> = {};
     for (const [id, s] of data.apiSessions) {
       const flags = sessionMfaFlags(s, now);
-      const entry: Record<string, unknown> = {
+      apiSessionPostureData[id] = {
         endpointState: { unlockedAt: s.unlockedAt ?? null, wokenAt: s.wokenAt ?? null },
-        mfa: { apiSessionId: id, passedAt: s.passedMfaAt ?? null, passedMfa: !!s.passedMfaAt, ...flags },
+        // Each stays null until its event (MFA passed, woken, unlocked) happened in the session.
+        mfa: {
+          apiSessionId: id,
+          passedAt: s.passedMfaAt ?? null,
+          passedMfa: !!s.passedMfaAt,
+          passedOnUnlock: s.unlockedAt ? flags.passedOnUnlock : null,
+          passedOnWake: s.wokenAt ? flags.passedOnWake : null,
+        },
+        // The identity's last reported SDK, `{}` when none was sent (as upstream).
+        sdkInfo: data.sdkInfo ?? {},
       };
-      if (data.sdkInfo && Object.keys(data.sdkInfo).length > 0) entry.sdkInfo = data.sdkInfo;
-      apiSessionPostureData[id] = entry;
     }
     return {
       apiSessionPostureData,
