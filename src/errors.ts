@@ -9,6 +9,7 @@ export const errorCatalogue = {
   UNHANDLED: [500, 'An unhandled error occurred'],
   ENTITY_CAN_NOT_BE_DELETED: [400, 'The entity requested for delete can not be deleted'],
   ENTITY_CAN_NOT_BE_UPDATED: [400, 'The entity requested for update can not be updated'],
+  INVALID_FIELD: [400, 'The field contains an invalid value'],
   COULD_NOT_VALIDATE: [400, 'The supplied request contains an invalid document or no valid accept content were available, see cause'],
   UNAUTHORIZED: [401, 'The request could not be completed. The session is not authorized or the credentials are invalid'],
   FORBIDDEN: [403, 'The request is not permitted for this resource'],
@@ -122,9 +123,34 @@ export function formatCauseValue(value: unknown): string {
   return String(value);
 }
 
+/** The JSON kind of a value, in Go's unmarshal vocabulary (decode errors name it). */
+export function jsonKind(value: unknown): string {
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'boolean') return 'bool';
+  return typeof value === 'object' ? 'object' : typeof value;
+}
+
 /** 400 COULD_NOT_VALIDATE naming the field, the reason and the offending value. */
 export function fieldError(field: string, reason: string, value: unknown): ApiError {
   return new ApiError('COULD_NOT_VALIDATE', { cause: { field, reason, value: formatCauseValue(value) } });
+}
+
+/** 400 INVALID_FIELD (a rule between fields), upstream's cause: `the value '<value>' for '<field>' is invalid: <reason>`. */
+export function invalidField(field: string, reason: string, value: unknown): ApiError {
+  return new ApiError('INVALID_FIELD', { cause: { code: 'UNHANDLED', message: `the value '${formatCauseValue(value)}' for '${field}' is invalid: ${reason}` } });
+}
+
+/**
+ * A `typeId` naming no known type: upstream can not decode such a body at all (400 COULD_NOT_PARSE_BODY), so it
+ * is refused before any other field is looked at.
+ */
+export function unknownTypeId(typeId: string): ApiError {
+  return new ApiError('COULD_NOT_PARSE_BODY', { cause: { code: 'UNHANDLED', message: `invalid typeId value: ${JSON.stringify(typeId)}` } });
+}
+
+/** A missing `typeId` (absent, null or empty), which upstream reads as the empty string. */
+export function missingTypeId(field = 'typeId'): ApiError {
+  return fieldError(field, `${field} in body is required`, '');
 }
 
 /** 404 NOT_FOUND with upstream's cause text: `<type> with id <id> not found`. */

@@ -156,7 +156,6 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
       authQueries: [],
       authenticatorId: s.authenticatorId,
       cachedLastActivityAt: cached,
-      cachedUpdatedAt: cached,
       configTypes: s.configTypes,
       identity: identityRef(s.identityId, owner?.name ?? '', owner?.auth_policy_id),
       identityId: s.identityId,

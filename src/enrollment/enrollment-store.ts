@@ -3,7 +3,7 @@
  * enroll routes, the atomic consumption of an enrollment by an enroll method, and the identity read
  * model's `enrollment` summary. Creation, refresh and deletion live in enrollment.service.ts.
  */
-import { entityRef } from '../resources/entity-ref.ts';
+import { caRef } from '../resources/entity-ref.ts';
 import { ApiError } from '../errors.ts';
 import type { Db } from '../store/database.ts';
 import { insertEntity, prepare } from '../store/entity-table.ts';
@@ -79,8 +79,12 @@ export function identityEnrollmentSummary(db: Db, identityId: string): Record<st
     const base = { id: r.id, jwt: r.jwt, token: r.token, expiresAt: r.expires_at };
     if (r.method === 'ott' || r.method === 'updb') out[r.method] = base;
     else if (r.method === 'ottca') {
-      const ca = r.ca_id ? (prepare(db, 'SELECT name FROM cas WHERE id = ?').get(r.ca_id) as { name: string } | undefined) : undefined;
-      out.ottca = { id: r.id, ...(ca && r.ca_id ? { ca: entityRef('cas', r.ca_id, ca.name) } : {}), caId: r.ca_id ?? '', jwt: r.jwt, token: r.token, expiresAt: r.expires_at };
+      const ca = r.ca_id
+        ? (prepare(db, 'SELECT name, is_verified, is_auto_ca_enrollment_enabled FROM cas WHERE id = ?').get(r.ca_id) as
+          { name: string; is_verified: number; is_auto_ca_enrollment_enabled: number } | undefined)
+        : undefined;
+      const ref = ca && r.ca_id ? caRef(r.ca_id, ca.name, { isVerified: ca.is_verified, isAutoCaEnrollmentEnabled: ca.is_auto_ca_enrollment_enabled }) : undefined;
+      out.ottca = { id: r.id, ...(ref ? { ca: ref } : {}), caId: r.ca_id ?? '', jwt: r.jwt, token: r.token, expiresAt: r.expires_at };
     }
   }
   return out;

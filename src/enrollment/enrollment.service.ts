@@ -203,7 +203,7 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
     return entities.list(req, { sql: 'e.identity_id = ?', params: [identityId] });
   }
 
-  /** enrollmentDetail: subject references by kind, `caId` and `username` only when set. */
+  /** enrollmentDetail: subject references by kind, `caId` only when set (upstream's fields, no `details`). */
   function present(values: Values): Record<string, unknown> {
     const detail = enrollmentResource.presentStored(values);
     const identityId = values.identityId as string | null;
@@ -223,8 +223,6 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
       }
     }
     if (values.caId == null) delete detail.caId;
-    if (values.username == null) delete detail.username;
-    detail.details = {};
     return detail;
   }
 

@@ -6,7 +6,7 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule, { type FormatsPlugin } from 'ajv-formats';
-import { ApiError, formatCauseValue } from '../errors.ts';
+import { ApiError, formatCauseValue, jsonKind } from '../errors.ts';
 
 // CJS interop: under NodeNext the plugin function sits on `default` of the imported namespace.
 const addFormats = ((addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule) as FormatsPlugin;
@@ -92,13 +92,6 @@ export function toValidationError(errors: ErrorObject[], data: unknown, part: Ht
 // ---- JSON type mismatches: parse errors, as a typed decoder reports them ------------------------------------
 
 type Schema = Record<string, unknown>;
-
-/** The JSON kind of a value, in Go's unmarshal vocabulary. */
-function jsonKind(value: unknown): string {
-  if (Array.isArray(value)) return 'array';
-  if (typeof value === 'boolean') return 'bool';
-  return typeof value === 'object' ? 'object' : typeof value;
-}
 
 function typesOf(schema: Schema): string[] | undefined {
   const t = schema.type;

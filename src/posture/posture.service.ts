@@ -8,7 +8,7 @@
 import type { Db } from '../store/database.ts';
 import { prepare } from '../store/entity-table.ts';
 import { withTransaction, type Tx } from '../store/transaction.ts';
-import { fieldError, formatCauseValue } from '../errors.ts';
+import { ApiError, fieldError, formatCauseValue, jsonKind, missingTypeId, unknownTypeId } from '../errors.ts';
 import type { AccessService } from '../access/access.service.ts';
 import type { Clock } from '../resources/entity-service.ts';
 import type { Caller } from '../http/caller.ts';
@@ -96,10 +96,11 @@ export function parsePostureResponse(item: unknown, prefix = ''): Parsed {
   }
   const r = reader(item as Record<string, unknown>, prefix);
   const typeId = r.get('typeId');
-  if (typeId === undefined || typeId === null) throw fieldError(`${prefix}typeId`, `${prefix}typeId in body is required`, undefined);
-  if (typeof typeId !== 'string' || !(postureResponseTypes as readonly string[]).includes(typeId)) {
-    throw fieldError(`${prefix}typeId`, `invalid typeId value: ${JSON.stringify(formatCauseValue(typeId))}`, typeId);
+  if (typeId === undefined || typeId === null || typeId === '') throw missingTypeId(`${prefix}typeId`);
+  if (typeof typeId !== 'string') {
+    throw new ApiError('COULD_NOT_PARSE_BODY', { cause: { code: 'UNHANDLED', message: `json: cannot unmarshal ${jsonKind(typeId)} into Go struct field .typeId of type string` } });
   }
+  if (!(postureResponseTypes as readonly string[]).includes(typeId)) throw unknownTypeId(typeId);
   const id = r.string('id', true);
   switch (typeId as ResponseType) {
     case 'OS':
@@ -227,12 +228,19 @@ export function createPostureService(deps: PostureServiceDeps) {
     const apiSessionPostureData: Record<string, unknown> = {};
     for (const [id, s] of data.apiSessions) {
       const flags = sessionMfaFlags(s, now);
-      const entry: Record<string, unknown> = {
+      apiSessionPostureData[id] = {
         endpointState: { unlockedAt: s.unlockedAt ?? null, wokenAt: s.wokenAt ?? null },
-        mfa: { apiSessionId: id, passedAt: s.passedMfaAt ?? null, passedMfa: !!s.passedMfaAt, ...flags },
+        // Each stays null until its event (MFA passed, woken, unlocked) happened in the session.
+        mfa: {
+          apiSessionId: id,
+          passedAt: s.passedMfaAt ?? null,
+          passedMfa: !!s.passedMfaAt,
+          passedOnUnlock: s.unlockedAt ? flags.passedOnUnlock : null,
+          passedOnWake: s.wokenAt ? flags.passedOnWake : null,
+        },
+        // The identity's last reported SDK, `{}` when none was sent (as upstream).
+        sdkInfo: data.sdkInfo ?? {},
       };
-      if (data.sdkInfo && Object.keys(data.sdkInfo).length > 0) entry.sdkInfo = data.sdkInfo;
-      apiSessionPostureData[id] = entry;
     }
     return {
       apiSessionPostureData,

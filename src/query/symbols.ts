@@ -8,8 +8,17 @@
 /** Scalar value types of the filter language. `int`/`float` both behave as "number" on the wire. */
 export type ScalarType = 'string' | 'int' | 'float' | 'bool' | 'datetime';
 
+/** What every symbol may say about itself beside its storage. */
+interface SymbolCommon {
+  /**
+   * Listed in `meta.filterableFields` (default true). `false` keeps a field a filter may use out of the list,
+   * where upstream does not list it: the list shows what upstream offers, the filter accepts a little more.
+   */
+  advertised?: boolean;
+}
+
 /** A plain field stored in one SQL expression of the row (e.g. `e.name`). */
-export interface ScalarSymbol {
+export interface ScalarSymbol extends SymbolCommon {
   kind: 'scalar';
   type: ScalarType;
   /** SQL expression that yields the value for the current row, e.g. `e.name`. */
@@ -29,7 +38,7 @@ export interface ScalarSymbol {
  * `SELECT <valueColumn> FROM <table> WHERE <ownerColumn> = <row id> [AND <where>]`.
  * Usable only inside anyOf/allOf/count/isEmpty.
  */
-export interface SetSymbol {
+export interface SetSymbol extends SymbolCommon {
   kind: 'set';
   elementType: ScalarType;
   table: string;
@@ -40,7 +49,7 @@ export interface SetSymbol {
 }
 
 /** A map of scalar values stored as a JSON object column (e.g. `tags`); `tags.<key>` has type "any". */
-export interface MapSymbol {
+export interface MapSymbol extends SymbolCommon {
   kind: 'map';
   /** SQL expression of the JSON text column, e.g. `e.tags`. */
   sql: string;
@@ -58,7 +67,7 @@ export interface SymbolTable {
   symbols: Record<string, FieldSymbol>;
 }
 
-/** The public field names, in the order they were declared (what `meta.filterableFields` shows). */
+/** The advertised field names, in the order they were declared (what `meta.filterableFields` shows). */
 export function filterableFields(table: SymbolTable): string[] {
-  return Object.keys(table.symbols);
+  return Object.entries(table.symbols).filter(([, symbol]) => symbol.advertised !== false).map(([name]) => name);
 }

@@ -28,6 +28,8 @@ export interface FieldSpec {
   default?: unknown;
   /** Filter type; present means the field is a public filter symbol. */
   filter?: ScalarType;
+  /** `false`: the filter symbol works but is not listed in `meta.filterableFields` (see SymbolCommon). */
+  advertised?: boolean;
   sortable?: boolean;
   /** The column is `NOT NULL UNIQUE` (lets a sort by it skip the id tie-breaker; see ScalarSymbol.unique). */
   unique?: boolean;
@@ -115,7 +117,7 @@ export function baseSymbols(): Record<string, FieldSymbol> {
 function symbolTable(spec: ResourceSpec): SymbolTable {
   const symbols = baseSymbols();
   for (const [name, f] of Object.entries(spec.fields)) {
-    if (f.filter && f.column) symbols[name] = { kind: 'scalar', type: f.filter, sql: `e.${f.column}`, sortable: f.sortable ?? true, ...(f.unique ? { unique: true } : {}) };
+    if (f.filter && f.column) symbols[name] = { kind: 'scalar', type: f.filter, sql: `e.${f.column}`, sortable: f.sortable ?? true, ...(f.unique ? { unique: true } : {}), ...(f.advertised === false ? { advertised: false } : {}) };
   }
   if (spec.attributes) {
     const a = spec.attributes;

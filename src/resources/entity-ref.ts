@@ -7,6 +7,7 @@ import type { Links } from './common.schema.ts';
 import { identityResource } from './identities/identity.resource.ts';
 import { serviceResource } from './services/service.resource.ts';
 import { edgeRouterResource } from './edge-routers/edge-router.resource.ts';
+import { caLinks } from './cas/ca.resource.ts';
 
 /** The link set of a record of each type that has more than `self`. */
 const linkSets: Record<string, (id: string) => Links> = {
@@ -36,6 +37,11 @@ export function identityRef(id: string, name: string, authPolicyId: string | nul
   const ref = entityRef('identities', id, name);
   ref._links = { 'auth-policies': { href: `./auth-policies/${authPolicyId || 'default'}` }, ...ref._links };
   return ref;
+}
+
+/** A CA reference: its links follow the CA's state as in its detail. */
+export function caRef(id: string, name: string, state: { isVerified?: unknown; isAutoCaEnrollmentEnabled?: unknown }): EntityRefValue {
+  return { _links: caLinks(id, state), entity: 'cas', id, name };
 }
 
 /** An API session reference, which upstream renders without a name. */

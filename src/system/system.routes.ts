@@ -8,7 +8,7 @@ import { stringify as toYaml } from 'yaml';
 import type { RouteSpec } from '../http/route.ts';
 import { detailEnvelope, list, listEnvelope, ok, okNullMeta } from '../http/envelope.ts';
 import { IdParams, ListQuery, listRequest } from '../http/list-params.ts';
-import { notFound } from '../errors.ts';
+import { ApiError } from '../errors.ts';
 import { baseEntityProperties } from '../resources/common.schema.ts';
 import type { SystemInfo } from './system-info.ts';
 import type { ControllerService } from '../resources/controllers/controller.service.ts';
@@ -82,7 +82,7 @@ export function systemRoutes(info: SystemInfo, controllers: ControllerService, a
       handler: (req) => {
         const id = (req.params as { id: string }).id;
         const spec = info.specs(api).find((s) => s.id === id);
-        if (!spec) throw notFound('spec', id);
+        if (!spec) throw new ApiError('NOT_FOUND'); // upstream names no cause here
         return ok(spec);
       },
     },
@@ -92,7 +92,7 @@ export function systemRoutes(info: SystemInfo, controllers: ControllerService, a
       handler: (req, reply) => {
         const id = (req.params as { id: string }).id;
         const doc = info.specs(api).some((s) => s.id === id) ? info.specDocument(id) : undefined;
-        if (!doc) throw notFound('spec', id);
+        if (!doc) throw new ApiError('NOT_FOUND');
         const accept = String(req.headers.accept ?? '');
         if (accept.includes('application/json') && !accept.includes('text/yaml')) {
           return reply.type('application/json').send(JSON.stringify(doc));

@@ -142,6 +142,8 @@ describe('informational lists', () => {
     const missing = await tc.http.get('/edge/client/v1/specs/nope');
     assert.equal(missing.status, 404);
     assert.equal(missing.body.error.code, 'NOT_FOUND');
+    assert.equal(missing.body.error.cause, undefined, 'upstream names no cause for an unknown spec');
+    assert.equal((await tc.http.get('/edge/management/v1/specs/nope')).body.error.cause, undefined);
   });
 
   it('lists this controller to authenticated callers only', async () => {

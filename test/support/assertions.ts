@@ -29,6 +29,13 @@ export function assertFieldError(res: HttpResponse, field: string | RegExp): voi
   else assert.match(actual, field, res.text);
 }
 
+/** 400 INVALID_FIELD (a rule between fields), upstream's cause `{code: UNHANDLED, message}` naming the value and field. */
+export function assertInvalidField(res: HttpResponse, field: string, value: string, reason: string): void {
+  assertError(res, 400, 'INVALID_FIELD');
+  assert.equal(res.body.error.message, 'The field contains an invalid value', res.text);
+  assert.deepEqual(res.body.error.cause, { code: 'UNHANDLED', message: `the value '${value}' for '${field}' is invalid: ${reason}` }, res.text);
+}
+
 /** 200 with `{data: {}, meta: {}}` (update, patch, delete). */
 export function assertEmptyOk(res: HttpResponse): void {
   assert.equal(res.status, 200, res.text);

@@ -155,9 +155,28 @@ function readSwagger(file: URL): SwaggerDocument {
   return parseYaml(readFileSync(file, 'utf8'), { customTags: (tags) => [floatTag, ...tags] }) as SwaggerDocument;
 }
 
+/**
+ * Members a definition declares required that the upstream controller never sends (read from its answers): left
+ * out of `required`, so a body shaped as upstream's matches. Declared nowhere else.
+ */
+const NEVER_SENT: Record<string, readonly string[]> = {
+  apiSessionDetail: ['cachedUpdatedAt'],
+  enrollmentDetail: ['details'],
+};
+
+function withoutRequired(schema: Schema, members: readonly string[]): Schema {
+  const out: Schema = { ...schema };
+  if (Array.isArray(out.required)) out.required = (out.required as string[]).filter((m) => !members.includes(m));
+  if (Array.isArray(out.allOf)) out.allOf = (out.allOf as Schema[]).map((part) => withoutRequired(part, members));
+  return out;
+}
+
 function translateDefinitions(raw: Record<string, Schema>, documentId: string): Record<string, Schema> {
   const definitions: Record<string, Schema> = {};
-  for (const [name, schema] of Object.entries(raw)) definitions[name] = translateSchema(schema, documentId);
+  for (const [name, schema] of Object.entries(raw)) {
+    const translated = translateSchema(schema, documentId);
+    definitions[name] = NEVER_SENT[name] ? withoutRequired(translated, NEVER_SENT[name]) : translated;
+  }
   for (const [baseName, base] of Object.entries(raw)) {
     if (typeof base.discriminator !== 'string') continue;
     const subtypes = findSubtypes(raw, baseName);

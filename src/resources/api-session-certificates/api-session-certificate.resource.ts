@@ -31,7 +31,7 @@ export const apiSessionCertificateSymbols: SymbolTable = {
     apiSession: { kind: 'scalar', type: 'string', sql: 'e.api_session_id' },
     subject: { kind: 'scalar', type: 'string', sql: 'e.subject' },
     fingerprint: { kind: 'scalar', type: 'string', sql: 'e.fingerprint' },
-    validAfter: { kind: 'scalar', type: 'datetime', sql: 'e.valid_from' },
-    validBefore: { kind: 'scalar', type: 'datetime', sql: 'e.valid_to' },
+    validAfter: { kind: 'scalar', type: 'datetime', sql: 'e.valid_from', advertised: false },
+    validBefore: { kind: 'scalar', type: 'datetime', sql: 'e.valid_to', advertised: false },
   },
 };

@@ -15,7 +15,6 @@ const apiSessionProps = {
   authQueries: Type.Array(AuthQuery),
   authenticatorId: Type.String(),
   cachedLastActivityAt: Type.String({ format: 'date-time' }),
-  cachedUpdatedAt: Type.String({ format: 'date-time' }),
   configTypes: Type.Array(Type.String()),
   identity: EntityRef,
   identityId: Type.String(),

@@ -61,7 +61,7 @@ export function createCertificateExtension(deps: CertificateExtensionDeps) {
     } catch {
       // An unreadable certificate is no certificate.
     }
-    if (chain.length === 0) throw new ApiError('UNAUTHORIZED', { cause: { code: 'UNHANDLED', message: 'a client certificate is required' } });
+    if (chain.length === 0) throw new ApiError('UNAUTHORIZED'); // without a cause, as upstream
     return chain;
   }
 

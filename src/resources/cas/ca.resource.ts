@@ -8,7 +8,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { defineResource, nameField } from '../define-resource.ts';
 import { RightsSchema } from '../../auth/rights.ts';
-import { Roles } from '../common.schema.ts';
+import { Roles, type Links } from '../common.schema.ts';
 
 const nullableEnum = (values: string[]) => Type.Unsafe<string | null>({ type: ['string', 'null'], enum: [...values, null] });
 
@@ -38,6 +38,14 @@ const RolesRead = Type.Array(Type.String());
 
 export const DEFAULT_IDENTITY_NAME_FORMAT = '[caName]-[commonName]';
 
+/** A CA's `_links`, in its detail and in every reference to it: `verify` until verified, `jwt` while auto enrollment is on. */
+export function caLinks(id: string, state: { isVerified?: unknown; isAutoCaEnrollmentEnabled?: unknown }): Links {
+  const links: Links = { self: { href: `./cas/${id}` } };
+  if (!state.isVerified) links.verify = { href: `./cas/${id}/verify` };
+  if (state.isAutoCaEnrollmentEnabled) links.jwt = { href: `./cas/${id}/jwt` };
+  return links;
+}
+
 export const caResource = defineResource({
   entityType: 'cas',
   singular: 'ca',
@@ -59,7 +67,7 @@ export const caResource = defineResource({
     isAuthEnabled: { schema: Type.Boolean(), column: 'is_auth_enabled', kind: 'bool', create: 'required', put: 'required', patch: true, filter: 'bool' },
     identityRoles: { schema: Roles, read: RolesRead, column: 'identity_roles', kind: 'json', create: 'required', put: 'required', patch: true, default: [] },
     identityNameFormat: {
-      schema: Type.String(), column: 'identity_name_format', create: 'optional', put: 'required', patch: true, default: '', filter: 'string',
+      schema: Type.String(), column: 'identity_name_format', create: 'optional', put: 'required', patch: true, default: '', filter: 'string', advertised: false,
     },
     externalIdClaim: {
       schema: ExternalIdClaimSchema, read: Type.Unsafe({ type: 'object', properties: claimProperties }), column: 'external_id_claim', kind: 'json',

@@ -19,7 +19,7 @@ import {
   type ParsedCertificate,
 } from '../../pki/certificate-chain.ts';
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
-import { caResource, DEFAULT_IDENTITY_NAME_FORMAT } from './ca.resource.ts';
+import { caLinks, caResource, DEFAULT_IDENTITY_NAME_FORMAT } from './ca.resource.ts';
 import { completeClaim, validateExternalIdClaim, CLAIM_FIELDS, type ExternalIdClaim } from './external-id-claim.ts';
 import { intersect, parseRights, type Rights } from '../../auth/rights.ts';
 
@@ -177,11 +177,7 @@ export function createCaService(deps: CaServiceDeps) {
 
   function present(values: Values): Record<string, unknown> {
     const detail = caResource.presentStored(values);
-    const id = values.id as string;
-    const links: Record<string, { href: string }> = { self: { href: `./cas/${id}` } };
-    if (!values.isVerified) links.verify = { href: `./cas/${id}/verify` };
-    if (values.isAutoCaEnrollmentEnabled) links.jwt = { href: `./cas/${id}/jwt` };
-    detail._links = links;
+    detail._links = caLinks(values.id as string, values);
     detail.identityRoles = values.identityRoles ?? [];
     if (detail.externalIdClaim == null) delete detail.externalIdClaim;
     return detail;

@@ -17,7 +17,7 @@ export const configResource = defineResource({
   names: { create: 'configCreate', update: 'configUpdate', patch: 'configPatch', detail: 'configDetail' },
   fields: {
     name: nameField(),
-    configTypeId: { schema: Type.String(), column: 'config_type_id', create: 'required', filter: 'string' },
+    configTypeId: { schema: Type.String(), column: 'config_type_id', create: 'required', filter: 'string', advertised: false },
     data: { schema: AnyValue, read: FreeObject, column: 'data', kind: 'json', create: 'required', put: 'required', patch: true },
   },
   computed: {
@@ -25,6 +25,6 @@ export const configResource = defineResource({
   },
   extraSymbols: {
     type: { kind: 'scalar', type: 'string', sql: 'e.config_type_id' },
-    data: { kind: 'map', sql: 'e.data' },
+    data: { kind: 'map', sql: 'e.data', advertised: false },
   },
 });

@@ -7,7 +7,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { defineResource } from '../define-resource.ts';
-import { EntityRef, FreeObject } from '../common.schema.ts';
+import { EntityRef } from '../common.schema.ts';
 
 export const EnrollmentMethod = Type.Unsafe<'ott' | 'ottca' | 'updb'>({ type: 'string', enum: ['ott', 'ottca', 'updb'] });
 const DateTime = Type.String({ format: 'date-time' });
@@ -22,14 +22,15 @@ export const enrollmentResource = defineResource({
   table: 'enrollments',
   names: { create: 'enrollmentCreate', detail: 'enrollmentDetail' },
   fields: {
-    method: { schema: EnrollmentMethod, read: Type.String(), column: 'method', create: 'required', filter: 'string' },
-    identityId: { schema: Type.String(), column: 'identity_id', create: 'required', filter: 'string' },
+    method: { schema: EnrollmentMethod, read: Type.String(), column: 'method', create: 'required', filter: 'string', advertised: false },
+    identityId: { schema: Type.String(), column: 'identity_id', create: 'required', filter: 'string', advertised: false },
     routerId: { schema: Type.String(), read: false, column: 'router_id' },
     caId: { schema: Type.String(), column: 'ca_id', create: 'optional', nullable: true, filter: 'string' },
-    username: { schema: Type.String(), column: 'username', create: 'optional', nullable: true, filter: 'string' },
+    // Kept for the enrollment; not part of the read model (upstream shows no user name on enrollments).
+    username: { schema: Type.String(), read: false, column: 'username', create: 'optional', nullable: true, filter: 'string', advertised: false },
     token: { schema: Type.String(), column: 'token', filter: 'string' },
     jwt: { schema: Type.String(), column: 'jwt' },
-    expiresAt: { schema: DateTime, column: 'expires_at', kind: 'datetime', create: 'required', filter: 'datetime' },
+    expiresAt: { schema: DateTime, column: 'expires_at', kind: 'datetime', create: 'required', filter: 'datetime', advertised: false },
     issuedAt: { schema: DateTime, read: false, column: 'issued_at', kind: 'datetime' },
   },
   computed: {
@@ -38,13 +39,11 @@ export const enrollmentResource = defineResource({
     edgeRouter: EntityRef,
     transitRouterId: Type.String(),
     transitRouter: EntityRef,
-    // The reference declares `details` required without describing it; an empty object satisfies it.
-    details: FreeObject,
   },
   extraSymbols: {
     identity: { kind: 'scalar', type: 'string', sql: 'e.identity_id' },
-    edgeRouterId: edgeRouterOf,
-    transitRouterId: transitRouterOf,
+    edgeRouterId: { ...edgeRouterOf, advertised: false },
+    transitRouterId: { ...transitRouterOf, advertised: false },
     // Upstream's names for the same two.
     edgeRouter: edgeRouterOf,
     transitRouter: transitRouterOf,

@@ -48,7 +48,7 @@ export const externalJwtSignerResource = defineResource({
     },
     externalAuthUrl: {
       schema: Type.String(), read: NullableString, column: 'external_auth_url', create: 'optional', put: 'optional', patch: true,
-      nullable: true, filter: 'string',
+      nullable: true, filter: 'string', advertised: false,
     },
     clientId: { schema: Type.String(), read: NullableString, column: 'client_id', create: 'optional', put: 'optional', patch: true, nullable: true, filter: 'string' },
     scopes: { schema: Scopes, column: 'scopes', kind: 'json', create: 'optional', put: 'optional', patch: true, nullable: true, default: [] },

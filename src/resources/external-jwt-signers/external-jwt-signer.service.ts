@@ -8,7 +8,7 @@
 import type { Db } from '../../store/database.ts';
 import { prepare, type Values } from '../../store/entity-table.ts';
 import type { Tx } from '../../store/transaction.ts';
-import { ApiError, fieldError } from '../../errors.ts';
+import { ApiError, fieldError, invalidField } from '../../errors.ts';
 import { describeSignerCertificate } from '../../pki/external-jwt.ts';
 import { createEntityService, systemClock, type Clock, type ListRequest } from '../entity-service.ts';
 import { externalJwtSignerResource } from './external-jwt-signer.resource.ts';
@@ -37,7 +37,6 @@ interface PolicyPrimary {
 
 /** Validates and normalizes the record as it will be stored; writes derived values into `out`. */
 function checkSigner(tx: Tx, record: Values, out: Values): void {
-  if (blank(record.issuer)) throw fieldError('issuer', 'issuer is required', record.issuer ?? '');
   for (const field of ['externalAuthUrl', 'audience', 'certPem', 'jwksEndpoint', 'kid', 'clientId'] as const) {
     if (record[field] !== undefined && record[field] !== null && blank(record[field])) out[field] = record[field] = null;
   }
@@ -55,14 +54,17 @@ function checkSigner(tx: Tx, record: Values, out: Values): void {
 
   const certPem = record.certPem as string | null;
   const jwksEndpoint = record.jwksEndpoint as string | null;
-  if (!certPem && !jwksEndpoint) throw fieldError('certPem', 'jwksEndpoint or certPem is required', certPem);
-  if (certPem && jwksEndpoint) throw fieldError('jwksEndpoint', 'only one of jwksEndpoint or certPem may be defined', jwksEndpoint);
+  // Upstream's order: the certificate is read, then one key source is required, then the issuer.
+  const fingerprint = certPem ? describeSignerCertificate(certPem).fingerprint : null;
+  if (!certPem && !jwksEndpoint) throw invalidField('certPem', 'jwksEndpoint or certPem is required', certPem);
+  if (certPem && jwksEndpoint) throw invalidField('jwksEndpoint', 'only one of jwksEndpoint or certPem may be defined', jwksEndpoint);
+  if (blank(record.issuer)) throw fieldError('issuer', 'issuer is required', record.issuer ?? '');
   const endpointProblem = jwksEndpoint ? jwksEndpointProblem(jwksEndpoint) : undefined;
   if (endpointProblem) throw fieldError('jwksEndpoint', endpointProblem, jwksEndpoint);
   if (record.externalAuthUrl && !isHttpUrl(record.externalAuthUrl as string)) {
     throw fieldError('externalAuthUrl', 'externalAuthUrl must be an http or https URL', record.externalAuthUrl);
   }
-  out.fingerprint = certPem ? describeSignerCertificate(certPem).fingerprint : null;
+  out.fingerprint = fingerprint;
 
   for (const field of ['claimsProperty', 'enrollNameClaimsSelector', 'enrollAttributeClaimsSelector'] as const) {
     if (!isValidPointer(String(record[field] ?? ''))) throw fieldError(field, 'the claims selector is not a valid JSON pointer', record[field]);

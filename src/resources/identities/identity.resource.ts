@@ -42,8 +42,8 @@ export const identityResource = defineResource({
     isDefaultAdmin: { schema: Type.Boolean(), column: 'is_default_admin', kind: 'bool', filter: 'bool' },
     appData: { schema: FreeObject, column: 'app_data', kind: 'json', create: 'optional', put: 'optional', patch: true, nullable: true, default: {} },
     authPolicyId: { schema: Type.String(), column: 'auth_policy_id', create: 'optional', put: 'optional', patch: true, nullable: true, default: 'default' },
-    defaultHostingCost: { schema: TerminatorCost, column: 'default_hosting_cost', kind: 'int', create: 'optional', put: 'optional', patch: true, default: 0, filter: 'int' },
-    defaultHostingPrecedence: { schema: TerminatorPrecedence, column: 'default_hosting_precedence', create: 'optional', put: 'optional', patch: true, default: 'default', filter: 'string' },
+    defaultHostingCost: { schema: TerminatorCost, column: 'default_hosting_cost', kind: 'int', create: 'optional', put: 'optional', patch: true, default: 0, filter: 'int', advertised: false },
+    defaultHostingPrecedence: { schema: TerminatorPrecedence, column: 'default_hosting_precedence', create: 'optional', put: 'optional', patch: true, default: 'default', filter: 'string', advertised: false },
     externalId: { schema: Type.String(), read: Nullable(Type.String()), column: 'external_id', create: 'optional', put: 'optional', patch: true, nullable: true, default: null, filter: 'string' },
     permissions: { schema: Permissions, column: 'permissions', kind: 'json', create: 'optional', put: 'optional', patch: true, nullable: true, default: null },
     roleAttributes: roleAttributesField(),
@@ -52,8 +52,8 @@ export const identityResource = defineResource({
     enrollment: { schema: IdentityEnrollmentRequest, read: false, create: 'optional' },
     envInfo: { schema: EnvInfo, column: 'env_info', kind: 'json' },
     sdkInfo: { schema: SdkInfo, column: 'sdk_info', kind: 'json' },
-    disabledAt: { schema: DateTimeNullable, column: 'disabled_at', kind: 'datetime', filter: 'datetime' },
-    disabledUntil: { schema: DateTimeNullable, column: 'disabled_until', kind: 'datetime', filter: 'datetime' },
+    disabledAt: { schema: DateTimeNullable, column: 'disabled_at', kind: 'datetime', filter: 'datetime', advertised: false },
+    disabledUntil: { schema: DateTimeNullable, column: 'disabled_until', kind: 'datetime', filter: 'datetime', advertised: false },
   },
   attributes: { field: 'roleAttributes', table: 'identity_role_attributes', ownerColumn: 'identity_id', valueColumn: 'attribute' },
   computed: {
@@ -85,7 +85,7 @@ export const identityResource = defineResource({
   ],
   extraSymbols: {
     type: { kind: 'scalar', type: 'string', sql: 'e.type_id' },
-    authPolicy: { kind: 'scalar', type: 'string', sql: 'e.auth_policy_id' },
+    authPolicy: { kind: 'scalar', type: 'string', sql: 'e.auth_policy_id', advertised: false },
     authPolicyId: { kind: 'scalar', type: 'string', sql: 'e.auth_policy_id' },
   },
 });

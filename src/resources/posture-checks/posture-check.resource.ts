@@ -62,7 +62,7 @@ export const postureCheckResource = defineResource({
   fields: {
     name: nameField(),
     typeId: { schema: PostureCheckTypeId, read: Type.String(), column: 'type_id', create: 'required', put: 'optional', patch: true, filter: 'string' },
-    version: { schema: Type.Integer(), column: 'version', kind: 'int', filter: 'int' },
+    version: { schema: Type.Integer(), column: 'version', kind: 'int', filter: 'int', advertised: false },
     roleAttributes: roleAttributesField(),
     details: { schema: FreeObject, read: false, column: 'details', kind: 'json' },
     operatingSystems: detailField(Type.Array(OperatingSystem, { minItems: 1 }), Type.Array(OperatingSystemRead)),

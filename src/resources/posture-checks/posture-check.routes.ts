@@ -3,6 +3,7 @@
  * check role-attribute list, and the read-only posture check types.
  */
 import type { RouteSpec } from '../../http/route.ts';
+import { missingTypeId, unknownTypeId } from '../../errors.ts';
 import { crudRoutes, type CrudService } from '../../http/crud-routes.ts';
 import { roleAttributeListRoute } from '../role-attributes.routes.ts';
 import type { Db } from '../../store/database.ts';
@@ -23,6 +24,9 @@ const allTypeFields = new Set(Object.values(typeFields).flatMap((t) => t.fields)
 export function normalizePostureCheckBody(input: unknown): unknown {
   if (!input || typeof input !== 'object' || Array.isArray(input)) return input;
   const body = { ...(input as Record<string, unknown>) };
+  // The type is decoded first, as upstream's: missing, or a name it does not know, is refused before any other field.
+  if (body.typeId === undefined || body.typeId === null || body.typeId === '') throw missingTypeId();
+  if (typeof body.typeId === 'string' && !Object.hasOwn(typeFields, body.typeId)) throw unknownTypeId(body.typeId);
   const own = (typeFields as Record<string, { fields: string[] } | undefined>)[String(body.typeId)]?.fields;
   if (own) for (const field of allTypeFields) if (!own.includes(field)) delete body[field];
   const list = body.operatingSystems;

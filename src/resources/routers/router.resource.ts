@@ -24,7 +24,7 @@ export const routerResource = defineResource({
     noTraversal: { schema: Type.Boolean(), column: 'no_traversal', kind: 'bool', create: 'optional', put: 'optional', patch: true, nullable: true, default: false, filter: 'bool' },
     disabled: { schema: Type.Boolean(), column: 'disabled', kind: 'bool', create: 'optional', put: 'optional', patch: true, nullable: true, default: false, filter: 'bool' },
     ctrlChanListeners: { schema: CtrlChanListeners, column: 'ctrl_chan_listeners', kind: 'json', create: 'optional', put: 'optional', patch: true, nullable: true },
-    isVerified: { schema: Type.Boolean(), column: 'is_verified', kind: 'bool', filter: 'bool' },
+    isVerified: { schema: Type.Boolean(), column: 'is_verified', kind: 'bool', filter: 'bool', advertised: false },
     fingerprint: { schema: NullableString, column: 'fingerprint', filter: 'string' },
     unverifiedFingerprint: { schema: NullableString, column: 'unverified_fingerprint' },
     unverifiedCertPem: { schema: NullableString, column: 'unverified_cert_pem' },

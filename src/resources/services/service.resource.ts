@@ -62,8 +62,8 @@ export const serviceResource = defineResource({
     name: nameField(),
     terminatorStrategy: { schema: Type.String(), column: 'terminator_strategy', create: 'optional', put: 'optional', patch: true, default: '', filter: 'string' },
     // Settable only at create (seed contract): put and patch accept it and the service drops it.
-    encryptionRequired: { schema: Type.Boolean(), column: 'encryption_required', kind: 'bool', create: 'required', put: 'optional', patch: true, filter: 'bool' },
-    maxIdleTimeMillis: { schema: Type.Integer(), column: 'max_idle_time_millis', kind: 'int', create: 'optional', put: 'optional', patch: true, default: 0, filter: 'int' },
+    encryptionRequired: { schema: Type.Boolean(), column: 'encryption_required', kind: 'bool', create: 'required', put: 'optional', patch: true, filter: 'bool', advertised: false },
+    maxIdleTimeMillis: { schema: Type.Integer(), column: 'max_idle_time_millis', kind: 'int', create: 'optional', put: 'optional', patch: true, default: 0, filter: 'int', advertised: false },
     roleAttributes: { schema: Attributes, read: Roles, column: 'role_attributes', kind: 'json', create: 'optional', put: 'optional', patch: true, default: [] },
     configs: { schema: ConfigIds, read: ConfigIds, column: 'configs', kind: 'json', create: 'optional', put: 'optional', patch: true, default: [] },
   },

@@ -74,7 +74,7 @@ export const sessionSymbols: SymbolTable = {
   symbols: {
     ...baseSymbols(),
     apiSession: { kind: 'scalar', type: 'string', sql: 'e.api_session_id' },
-    identity: { kind: 'scalar', type: 'string', sql: 'e.identity_id' },
+    identity: { kind: 'scalar', type: 'string', sql: 'e.identity_id', advertised: false },
     service: { kind: 'scalar', type: 'string', sql: 'e.service_id' },
     token: { kind: 'scalar', type: 'string', sql: 'e.token' },
     type: { kind: 'scalar', type: 'string', sql: 'e.session_type' },

@@ -135,7 +135,9 @@ describe('extension details', () => {
     const e = await enrolledIdentity();
     const other = await enrolledIdentity();
     const csr = await csrPem(e.key, { subject: `CN=${e.identityId}` });
-    assertError(await extend(e, { clientCertCsr: csr }, 'client', e.authenticatorId, {}), 401, 'UNAUTHORIZED');
+    const bare = await extend(e, { clientCertCsr: csr }, 'client', e.authenticatorId, {});
+    assertError(bare, 401, 'UNAUTHORIZED');
+    assert.equal(bare.body.error.cause, undefined, 'without a cause, as upstream');
     assertError(await extend(e, { clientCertCsr: csr }, 'client', e.authenticatorId, { cert: other.chainPem, key: other.key.keyPem }), 401, 'UNAUTHORIZED');
     assertError(await extend(e, { clientCertCsr: 'not a csr' }), 400, 'COULD_NOT_PROCESS_CSR');
     assertError(await extend(e, {}), 400, 'COULD_NOT_VALIDATE');

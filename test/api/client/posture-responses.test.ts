@@ -83,12 +83,22 @@ describe('POST /posture-response', () => {
 
   it('refuses invalid responses with 400 COULD_NOT_VALIDATE naming the field, storing nothing', async () => {
     const user = await clientUser();
+    // As upstream: the type is decoded first; one it does not know leaves the body undecodable, before `id`.
+    for (const typeId of ['MFA', 'PROCESS_MULTI', 'FOO']) {
+      for (const body of [{ id: 'x', typeId, path: '/a' }, { typeId }]) {
+        const res = await user.client.post('/posture-response', body);
+        assertError(res, 400, 'COULD_NOT_PARSE_BODY');
+        assert.deepEqual(res.body.error.cause, { code: 'UNHANDLED', message: `invalid typeId value: "${typeId}"` });
+      }
+    }
+    const numeric = await user.client.post('/posture-response', { id: 'x', typeId: 7 });
+    assertError(numeric, 400, 'COULD_NOT_PARSE_BODY');
+    assert.deepEqual(numeric.body.error.cause, { code: 'UNHANDLED', message: 'json: cannot unmarshal number into Go struct field .typeId of type string' });
+    for (const typeId of [undefined, '']) {
+      const missing = await user.client.post('/posture-response', { id: 'x', typeId });
+      assert.deepEqual(missing.body.error.cause, { field: 'typeId', reason: 'typeId in body is required', value: '' }, missing.text);
+    }
     const cases: Array<[unknown, string]> = [
-      [{ id: 'x' }, 'typeId'],
-      [{ id: 'x', typeId: 'MFA' }, 'typeId'],
-      [{ id: 'x', typeId: 'PROCESS_MULTI', path: '/a' }, 'typeId'],
-      [{ id: 'x', typeId: 'FOO' }, 'typeId'],
-      [{ id: 'x', typeId: 7 }, 'typeId'],
       [{ typeId: 'DOMAIN', domain: 'a' }, 'id'],
       [{ id: 3, typeId: 'DOMAIN', domain: 'a' }, 'id'],
       [{ id: 'x', typeId: 'OS', version: '1.0.0' }, 'type'],
@@ -159,7 +169,9 @@ describe('POST /posture-response-bulk', () => {
     ]);
     assertError(res, 400, 'COULD_NOT_VALIDATE');
     assertFieldError(res, '1.version');
-    assertFieldError(await user.client.post('/posture-response-bulk', [{ id: 'x', typeId: 'MFA' }]), '0.typeId');
+    const unknown = await user.client.post('/posture-response-bulk', [{ id: 'x', typeId: 'DOMAIN', domain: 'a' }, { id: 'x', typeId: 'MFA' }]);
+    assertError(unknown, 400, 'COULD_NOT_PARSE_BODY');
+    assert.deepEqual(unknown.body.error.cause, { code: 'UNHANDLED', message: 'invalid typeId value: "MFA"' });
     assertFieldError(await user.client.post('/posture-response-bulk', ['x']), '0');
     assertDecodeError(await user.client.post('/posture-response-bulk', { id: 'x', typeId: 'DOMAIN', domain: 'a' }), '');
     assert.deepEqual(stored(user.id), { responses: [], processes: [] });

@@ -110,6 +110,15 @@ describe('GET /api-sessions/{id}', () => {
     assert.deepEqual(d.tags, {});
     assert.equal(d._links.self.href, `./api-sessions/${id}`);
     assert.ok(!('expiresAt' in d), 'the management view has no expiresAt');
+    // Upstream's fields, exactly: no cachedUpdatedAt, although the reference declares it required.
+    assert.deepEqual(Object.keys(d).sort(), [
+      '_links', 'authQueries', 'authenticatorId', 'cachedLastActivityAt', 'configTypes', 'createdAt', 'id', 'identity', 'identityId', 'ipAddress',
+      'isCertExtendable', 'isMfaComplete', 'isMfaRequired', 'lastActivityAt', 'tags', 'token', 'updatedAt',
+    ]);
+    const listed = (await tc.mgmt.get(`/api-sessions?filter=${encodeURIComponent(`id = "${id}"`)}`)).body.data[0];
+    assert.deepEqual(Object.keys(listed).sort(), Object.keys(d).sort());
+    const own = (await tc.http.as({ token: login.body.data.token }).get('/edge/client/v1/current-api-session')).body.data;
+    assert.ok(!('cachedUpdatedAt' in own), 'the current API session has no cachedUpdatedAt either');
   });
 
   it('answers an unknown id with 404 NOT_FOUND', async () => {

@@ -150,9 +150,10 @@ describe('POST /authenticators', () => {
 
   it('refuses a second password authenticator for the same identity with 409 MAX_AUTHENTICATOR_METHODS_REACHED', async () => {
     const first = await createUpdb();
-    await expectCreateRejected({ method: 'updb', identityId: first.identityId, username: uniqueName('user'), password: PASSWORD }, (res) =>
-      assertError(res, 409, 'MAX_AUTHENTICATOR_METHODS_REACHED'),
-    );
+    await expectCreateRejected({ method: 'updb', identityId: first.identityId, username: uniqueName('user'), password: PASSWORD }, (res) => {
+      assertError(res, 409, 'MAX_AUTHENTICATOR_METHODS_REACHED');
+      assert.equal(res.body.error.cause, undefined, 'without a cause, as upstream');
+    });
     await assertLoginWorks(first.username, first.password);
   });
 

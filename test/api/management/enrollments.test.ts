@@ -92,24 +92,30 @@ describe('POST /enrollments', () => {
     assert.deepEqual(identity.enrollment.ott, { id, jwt: e.jwt, token: e.token, expiresAt: e.expiresAt });
   });
 
-  it('creates updb (with its user name) and ottca (with its CA) enrollments', async () => {
+  it('creates updb (with its user name) and ottca (with its CA) enrollments, showing upstream\'s fields only', async () => {
     const identityId = await createIdentity(tc.mgmt);
     const username = uniqueName('pending-user');
     const updb = await createEnrollment({ method: 'updb', identityId, expiresAt: inHours(1), username });
     assert.equal(updb.status, 201, updb.text);
-    assert.equal((await detail(updb.body.data.id)).username, username);
+    // As upstream: no user name and no `details` on the enrollment, though the reference names both.
+    const BASE = ['_links', 'createdAt', 'expiresAt', 'id', 'identity', 'identityId', 'jwt', 'method', 'tags', 'token', 'updatedAt'];
+    assert.deepEqual(Object.keys(await detail(updb.body.data.id)).sort(), BASE);
 
     const caId = await createCa();
     const ottca = await createEnrollment({ method: 'ottca', identityId, expiresAt: inHours(1), caId });
     assert.equal(ottca.status, 201, ottca.text);
     const e = await detail(ottca.body.data.id);
+    assert.deepEqual(Object.keys(e).sort(), [...BASE, 'caId'].sort());
     assert.equal(e.caId, caId);
     assert.equal((await verifyWithServerCertificate(tc, e.jwt)).em, 'ottca');
     const summary = (await tc.mgmt.get(`/identities/${identityId}`)).body.data.enrollment;
     assert.deepEqual(Object.keys(summary).sort(), ['ottca', 'updb']);
     assert.equal(summary.ottca.caId, caId);
-    assert.equal(summary.ottca.ca.id, caId);
-    assert.equal(summary.ottca.ca.entity, 'cas');
+    // The CA reference carries the CA's own links, as its detail does (unverified: `verify`).
+    const caName = (await tc.mgmt.get(`/cas/${caId}`)).body.data.name;
+    assert.deepEqual(summary.ottca.ca, {
+      _links: { self: { href: `./cas/${caId}` }, verify: { href: `./cas/${caId}/verify` } }, entity: 'cas', id: caId, name: caName,
+    });
   });
 
   it('answers 409 ENROLLMENT_EXISTS while one of the same method is outstanding', async () => {
@@ -149,7 +155,7 @@ describe('listing enrollments', () => {
     const all = await tc.mgmt.get('/enrollments?limit=500');
     assert.equal(all.status, 200, all.text);
     assertMatchesReference('management', 'GET', '/enrollments', 200, all.body);
-    assert.ok(all.body.meta.filterableFields.includes('method'));
+    assert.ok(!all.body.meta.filterableFields.includes('method'), 'upstream does not list method, though a filter may use it');
 
     const ofA = await tc.mgmt.get(`/enrollments?filter=${encodeURIComponent(`identityId = "${a}"`)}`);
     assert.deepEqual(ofA.body.data.map((e: { method: string }) => e.method).sort(), ['ott', 'updb']);
@@ -277,7 +283,7 @@ describe('POST /authenticators/{id}/re-enroll', () => {
     assert.deepEqual(res.body.data._links, { self: { href: `./enrollments/${enrollmentId}` } });
     const e = await detail(enrollmentId);
     assert.equal(e.method, 'updb');
-    assert.equal(e.username, user.username);
+    assert.equal(e.username, undefined, 'the user name is kept, not shown (as upstream); the login below proves it');
     assert.equal(e.identityId, user.id);
     assert.equal(e.expiresAt, expiresAt);
     assertError(await tc.mgmt.get(`/authenticators/${authenticatorId}`), 404, 'NOT_FOUND');

@@ -8,10 +8,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestController, uniqueName, type TestController } from '../../support/controller.ts';
-import { createClient } from '../../support/client.ts';
+import { createClient, type HttpResponse } from '../../support/client.ts';
 import { createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
-import { assertDecodeError, TIMESTAMP, assertEmptyOk, assertError, assertFieldError } from '../../support/assertions.ts';
+import { assertDecodeError, TIMESTAMP, assertEmptyOk, assertError, assertFieldError, assertInvalidField } from '../../support/assertions.ts';
 import { createTestSigner, insertAuthPolicy, type TestSigner } from '../../support/external-signer.ts';
 
 const tc: TestController = await startTestController();
@@ -161,11 +161,14 @@ describe('external JWT signers: validation', () => {
     await expectCreateRejected(certBody(signer, { enabled: 'yes' }), (res) => assertDecodeError(res, 'enabled'));
   });
 
-  it('requires exactly one of certPem and jwksEndpoint', async () => {
+  it('requires exactly one of certPem and jwksEndpoint with upstream\'s 400 INVALID_FIELD, before the issuer, after reading the certificate', async () => {
     const signer = await createTestSigner();
-    await expectCreateRejected(jwksBody({ jwksEndpoint: undefined }), (res) => assertFieldError(res, 'certPem'));
-    await expectCreateRejected(jwksBody({ jwksEndpoint: null, certPem: null }), (res) => assertFieldError(res, 'certPem'));
-    await expectCreateRejected(jwksBody({ certPem: signer.certPem }), (res) => assertFieldError(res, 'jwksEndpoint'));
+    const neither = (res: HttpResponse) => assertInvalidField(res, 'certPem', '<nil>', 'jwksEndpoint or certPem is required');
+    await expectCreateRejected(jwksBody({ jwksEndpoint: undefined }), neither);
+    await expectCreateRejected(jwksBody({ jwksEndpoint: null, certPem: null }), neither);
+    await expectCreateRejected(jwksBody({ jwksEndpoint: null, issuer: '' }), neither);
+    await expectCreateRejected(jwksBody({ certPem: signer.certPem }), (res) => assertInvalidField(res, 'jwksEndpoint', 'https://jwks.example.com/.well-known/jwks.json', 'only one of jwksEndpoint or certPem may be defined'));
+    await expectCreateRejected(jwksBody({ certPem: 'not a pem' }), (res) => assertError(res, 400, 'INVALID_CERT_PEM'));
   });
 
   it('refuses a certPem that is not exactly one parsable certificate with INVALID_CERT_PEM', async () => {
@@ -272,8 +275,11 @@ describe('external JWT signers: update and delete', () => {
     const signer = await createTestSigner();
     const id = await create(certBody(signer));
     const before = await detail(id);
-    assertFieldError(await tc.mgmt.patch(`/external-jwt-signers/${id}`, { jwksEndpoint: 'https://x.example.com/jwks' }), 'jwksEndpoint');
-    assertFieldError(await tc.mgmt.put(`/external-jwt-signers/${id}`, { name: 'x', issuer: 'y', audience: 'z', enabled: true }), 'certPem');
+    assertInvalidField(
+      await tc.mgmt.patch(`/external-jwt-signers/${id}`, { jwksEndpoint: 'https://x.example.com/jwks' }), 'jwksEndpoint', 'https://x.example.com/jwks',
+      'only one of jwksEndpoint or certPem may be defined',
+    );
+    assertInvalidField(await tc.mgmt.put(`/external-jwt-signers/${id}`, { name: 'x', issuer: 'y', audience: 'z', enabled: true }), 'certPem', '<nil>', 'jwksEndpoint or certPem is required');
     assertFieldError(await tc.mgmt.put(`/external-jwt-signers/${id}`, { name: 'x', enabled: true, audience: 'z', certPem: signer.certPem }), 'issuer');
     assertFieldError(await tc.mgmt.put(`/external-jwt-signers/${id}`, { name: 'x', issuer: 'y', audience: null, enabled: true, certPem: signer.certPem }), 'audience');
     assertError(await tc.mgmt.patch(`/external-jwt-signers/${id}`, { certPem: 'junk' }), 400, 'INVALID_CERT_PEM');

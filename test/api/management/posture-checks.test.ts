@@ -171,11 +171,21 @@ describe('POST /posture-checks: every type', () => {
 
   it('requires name and typeId, and the fields of the type', async () => {
     await expectRejected({ typeId: 'DOMAIN', domains: ['x'], name: undefined }, (res) => assertFieldError(res, 'name'));
-    await expectRejected({ domains: ['x'] }, (res) => {
-      assertFieldError(res, 'typeId');
-      assert.equal(res.body.error.cause.reason, 'typeId in body is required');
-    });
-    await expectRejected({ typeId: 'NOPE' }, (res) => assertFieldError(res, 'typeId'));
+    for (const typeId of [undefined, null, '']) {
+      await expectRejected({ domains: ['x'], typeId, name: undefined }, (res) => {
+        assertFieldError(res, 'typeId');
+        assert.deepEqual(res.body.error.cause, { field: 'typeId', reason: 'typeId in body is required', value: '' });
+      });
+    }
+    // A type upstream does not know makes the body undecodable: refused before any other field (name, tags).
+    const unknownType = (typeId: string) => (res: HttpResponse) => {
+      assertError(res, 400, 'COULD_NOT_PARSE_BODY');
+      assert.deepEqual(res.body.error.cause, { code: 'UNHANDLED', message: `invalid typeId value: "${typeId}"` });
+    };
+    await expectRejected({ typeId: 'NOPE' }, unknownType('NOPE'));
+    await expectRejected({ typeId: 'NOPE', name: undefined }, unknownType('NOPE'));
+    await expectRejected({ typeId: 'NOPE', name: 5, tags: 5 }, unknownType('NOPE'));
+    await expectRejected({ typeId: 'mfa' }, unknownType('mfa'));
     await expectRejected({ typeId: 'DOMAIN' }, (res) => {
       assertFieldError(res, 'domains');
       assert.equal(res.body.error.cause.reason, 'domains in body is required');
@@ -233,12 +243,17 @@ describe('PUT and PATCH /posture-checks/{id}', () => {
     assert.deepEqual(await detail(id), before);
   });
 
-  it('put replaces every field; typeId may be omitted and the type fields of the stored type are required', async () => {
+  it('put replaces every field; typeId is required (as upstream) and so are the fields of its type', async () => {
     const id = await create({ typeId: 'DOMAIN', domains: ['x'], roleAttributes: ['r'], tags: { a: 'b' } });
     const name = uniqueName('put');
-    assertFieldError(await tc.mgmt.put(`/posture-checks/${id}`, { name }), 'domains');
-    assertFieldError(await tc.mgmt.put(`/posture-checks/${id}`, { domains: ['z'] }), 'name');
-    assertEmptyOk(await tc.mgmt.put(`/posture-checks/${id}`, { name, domains: ['z'] }));
+    assertFieldError(await tc.mgmt.put(`/posture-checks/${id}`, { name, domains: ['z'] }), 'typeId');
+    assertFieldError(await tc.mgmt.patch(`/posture-checks/${id}`, { name }), 'typeId');
+    const unknown = await tc.mgmt.put(`/posture-checks/${id}`, { name, typeId: 'NOPE' });
+    assertError(unknown, 400, 'COULD_NOT_PARSE_BODY');
+    assert.deepEqual(unknown.body.error.cause, { code: 'UNHANDLED', message: 'invalid typeId value: "NOPE"' });
+    assertFieldError(await tc.mgmt.put(`/posture-checks/${id}`, { name, typeId: 'DOMAIN' }), 'domains');
+    assertFieldError(await tc.mgmt.put(`/posture-checks/${id}`, { typeId: 'DOMAIN', domains: ['z'] }), 'name');
+    assertEmptyOk(await tc.mgmt.put(`/posture-checks/${id}`, { name, typeId: 'DOMAIN', domains: ['z'] }));
     const d = await detail(id);
     assert.equal(d.name, name);
     assert.equal(d.typeId, 'DOMAIN');

@@ -39,7 +39,8 @@ async function respond(user: User, body: unknown): Promise<void> {
 const POSTURE_DATA_NULLS = [
   '/data/os/lastUpdatedAt', '/data/mac/lastUpdatedAt', '/data/domain/lastUpdatedAt',
   '/data/apiSessionPostureData/*/mfa/passedAt', '/data/apiSessionPostureData/*/endpointState/wokenAt',
-  '/data/apiSessionPostureData/*/endpointState/unlockedAt',
+  '/data/apiSessionPostureData/*/endpointState/unlockedAt', '/data/apiSessionPostureData/*/mfa/passedOnWake',
+  '/data/apiSessionPostureData/*/mfa/passedOnUnlock',
 ];
 
 await create('/edge-routers', { name: uniqueName('er'), roleAttributes: ['pd-er'] });
@@ -93,7 +94,8 @@ describe('GET /identities/{id}/posture-data', () => {
       [['proc-1', false, '', []], ['proc-2', true, '', []]],
     );
     const session = d.apiSessionPostureData[user.apiSessionId];
-    assert.deepEqual(session.mfa, { apiSessionId: user.apiSessionId, passedAt, passedMfa: true, passedOnUnlock: true, passedOnWake: true });
+    // No wake event in this session: passedOnWake stays null.
+    assert.deepEqual(session.mfa, { apiSessionId: user.apiSessionId, passedAt, passedMfa: true, passedOnUnlock: true, passedOnWake: null });
     assert.equal(session.endpointState.wokenAt, null);
     assert.match(session.endpointState.unlockedAt, TIMESTAMP);
     assert.equal(session.sdkInfo.type, 'ziti-sdk-c');
@@ -104,7 +106,30 @@ describe('GET /identities/{id}/posture-data', () => {
     tc.controller.db.prepare('UPDATE posture_endpoint_states SET unlocked_at = ? WHERE api_session_id = ?').run(new Date(Date.now() - 600_000).toISOString(), user.apiSessionId);
     const later = (await tc.mgmt.get(`/identities/${user.id}/posture-data`)).body.data.apiSessionPostureData[user.apiSessionId];
     assert.equal(later.mfa.passedOnUnlock, false);
-    assert.equal(later.mfa.passedOnWake, true);
+    assert.equal(later.mfa.passedOnWake, null);
+  });
+
+  it('reads the MFA times and flags as null until their events happen, and sdkInfo as {} when none was sent (as upstream)', async () => {
+    const u = await createUserWithPassword(tc);
+    const login = await tc.http.post('/edge/client/v1/authenticate?method=password', { username: u.username, password: u.password });
+    assert.equal(login.status, 200, login.text);
+    const apiSessionId = login.body.data.id as string;
+    const read = async () => {
+      const res = await tc.mgmt.get(`/identities/${u.id}/posture-data`);
+      assert.equal(res.status, 200, res.text);
+      assertMatchesReference('management', 'GET', '/identities/{id}/posture-data', 200, res.body, { allowNullAt: POSTURE_DATA_NULLS });
+      return res.body.data.apiSessionPostureData[apiSessionId];
+    };
+    assert.deepEqual(await read(), {
+      endpointState: { unlockedAt: null, wokenAt: null },
+      mfa: { apiSessionId, passedAt: null, passedMfa: false, passedOnUnlock: null, passedOnWake: null },
+      sdkInfo: {},
+    });
+    const client = createClient(`${root}/edge/client/v1`, tc.ca, { token: login.body.data.token });
+    assert.equal((await client.post('/posture-response', { id: 'state', typeId: 'ENDPOINT_STATE', woken: true })).status, 201);
+    const woken = await read();
+    assert.match(woken.endpointState.wokenAt, TIMESTAMP);
+    assert.deepEqual(woken.mfa, { apiSessionId, passedAt: null, passedMfa: false, passedOnUnlock: null, passedOnWake: false });
   });
 
   it('answers 404 for an unknown identity, 401 without a session, and posture data needs identity read', async () => {

@@ -71,7 +71,7 @@ describe('GET /sessions (management)', () => {
     assert.match(one.createdAt, TIMESTAMP);
     assert.deepEqual(one._links, { self: { href: `./sessions/${s1dial}` }, 'route-path': { href: `./sessions/${s1dial}/route-path` } });
     assert.equal(one.edgeRouters[0].name, erName);
-    assert.deepEqual(res.body.meta.filterableFields, ['id', 'createdAt', 'updatedAt', 'tags', 'isSystem', 'apiSession', 'identity', 'service', 'token', 'type']);
+    assert.deepEqual(res.body.meta.filterableFields, ['id', 'createdAt', 'updatedAt', 'tags', 'isSystem', 'apiSession', 'service', 'token', 'type']);
   });
 
   it('filters, sorts and pages', async () => {
