@@ -252,6 +252,7 @@ describe('inline enrollment on identity create', () => {
     assert.equal(enrollment.ottca.ca.id, caId);
     const claims = await verifyWithServerCertificate(tc, enrollment.ottca.jwt);
     assert.equal(claims.em, 'ottca');
+    assert.deepEqual(claims.ctrls, [`tls:${new URL(claims.iss as string).host}`], 'the control-channel address, as upstream');
     assert.equal(claims.sub, id);
   });
 
