@@ -156,6 +156,8 @@ export function createCaService(deps: CaServiceDeps) {
   function update(id: string, body: Record<string, unknown>, mode: 'put' | 'patch', stamped: Values = {}): void {
     const existing = entities.get(id);
     const extra: Values = { ...stamped };
+    // A put must name the roles (`[]` for none); upstream refuses a null list there as missing.
+    if (mode === 'put' && body.identityRoles === null) throw fieldError('identityRoles', 'identityRoles in body is required', []);
     if (body.identityRoles !== undefined && body.identityRoles !== null) extra.identityRoles = checkIdentityRoles(body.identityRoles);
     if (body.identityNameFormat === '') extra.identityNameFormat = DEFAULT_IDENTITY_NAME_FORMAT;
     if (mode === 'put') {
@@ -182,7 +184,6 @@ export function createCaService(deps: CaServiceDeps) {
     if (!values.isVerified) links.verify = { href: `./cas/${id}/verify` };
     if (values.isAutoCaEnrollmentEnabled) links.jwt = { href: `./cas/${id}/jwt` };
     detail._links = links;
-    detail.identityRoles = values.identityRoles ?? [];
     if (detail.externalIdClaim == null) delete detail.externalIdClaim;
     return detail;
   }
