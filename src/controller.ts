@@ -188,14 +188,18 @@ export async function startController(config: Config, options: StartOptions = {}
     const access = createAccessService(db, clock, feed);
     access.load();
     registerMembershipTables(db, access);
-    const enrollments = createEnrollmentService({ db, pki, issuer: advertisedBaseUrl(config.advertise, config.port), clock });
+    const base = advertisedBaseUrl(config.advertise, config.port);
+    // Where routers and SDKs reach the control channel, named in enrollment JWTs: it shares the API port (routers
+    // ask for it by ALPN).
+    const ctrlEndpoints = [`tls:${new URL(base).host}`];
+    const enrollments = createEnrollmentService({ db, pki, issuer: base, ctrlEndpoints, clock });
     const identities = createIdentityService(db, access, clock, enrollments);
     const configTypes = createConfigTypeService(db, clock);
     const configs = createConfigService(db, access, configTypes, clock);
     const edgeServices = createServiceService(db, access, clock);
     const serviceViews = createServiceViews(db, access, clock);
     const authenticators = createAuthenticatorService(db, certificateInspector(), clock);
-    const cas = createCaService({ db, signer: pki, issuer: advertisedBaseUrl(config.advertise, config.port), clock });
+    const cas = createCaService({ db, signer: pki, issuer: base, clock });
     // The logger exists once the server is built, before any request can fetch a JWKS.
     const signerTokens = createSignerTokens(db, { now: () => clock.now().getTime(), log: { warn: (obj, msg) => app.log.warn(obj, msg) } });
     const seal = await loadOrCreateTokenSeal(join(config.dataDir, 'pki'));
@@ -235,7 +239,6 @@ export async function startController(config: Config, options: StartOptions = {}
     });
 
     const controllers = createControllerService(db);
-    const base = advertisedBaseUrl(config.advertise, config.port);
     controllers.register({
       id: instanceId,
       certPem: pki.serverCertPem,
@@ -251,8 +254,7 @@ export async function startController(config: Config, options: StartOptions = {}
     prepare(db, 'UPDATE terminators SET source_ctrl = ? WHERE source_ctrl IS NULL').run(instanceId);
 
     const liveRouters = createLiveRouters(db, feed.origin);
-    // The control channel shares the API port (routers ask for it by ALPN).
-    const routerEnrollments = createRouterEnrollments({ pki, issuer: base, ctrlEndpoints: [`tls:${new URL(base).host}`], clock });
+    const routerEnrollments = createRouterEnrollments({ pki, issuer: base, ctrlEndpoints, clock });
     // Each enrollment method registers here; the enroll routes dispatch on the wire name.
     const enrollMethods: EnrollMethod[] = [];
     enrollMethods.push(createOttcaEnrollMethod({ db, cas, clock }), createCaEnrollMethod({ db, cas, access, clock }));

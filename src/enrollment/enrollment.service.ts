@@ -52,6 +52,8 @@ export interface EnrollmentServiceOptions {
   pki: JwtSigningKey;
   /** `https://<edge API host:port>`, no trailing slash: the JWT `iss`. */
   issuer: string;
+  /** Control-channel addresses (`tls:host:port`), the JWT `ctrls` claim of identity enrollments. */
+  ctrlEndpoints: readonly string[];
   clock?: Clock;
 }
 
@@ -81,8 +83,7 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
       exp: Math.floor(expires.getTime() / 1000),
       jti: token,
       em: method,
-      // No control-channel address is advertised, so the claim is null as upstream renders an unset list.
-      ctrls: null,
+      ctrls: [...opts.ctrlEndpoints],
     };
     return signJwt(claims, pki);
   }

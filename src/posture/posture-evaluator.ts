@@ -208,15 +208,17 @@ export function createPostureEvaluator(deps: PostureEvaluatorDeps) {
         return { osType: proc.osType, path: proc.path };
       };
       if (check.typeId === 'PROCESS') q.process = ref(check.details.process);
-      if (check.typeId === 'PROCESS_MULTI') q.processes = ((check.details.processes as unknown[]) ?? []).map(ref);
+      // Every query carries `processes`, null unless the check is PROCESS_MULTI (upstream's nil list).
+      q.processes = check.typeId === 'PROCESS_MULTI' ? ((check.details.processes as unknown[]) ?? []).map(ref) : null;
       if (check.typeId === 'MFA') {
         const m = mfaSettings(check);
         const remaining = mfaTimeoutRemaining(m, d, apiSessionId, nowMs);
         q.timeout = m.timeoutSeconds;
         q.timeoutRemaining = remaining;
         if (remaining >= 0) q.timeoutAt = new Date(nowMs + remaining * 1000).toISOString();
-        q.promptOnWake = m.promptOnWake;
-        q.promptOnUnlock = m.promptOnUnlock;
+        // As upstream, the prompts are sent only when set.
+        if (m.promptOnWake) q.promptOnWake = true;
+        if (m.promptOnUnlock) q.promptOnUnlock = true;
         const event = mfaLastEventAt(m, apiSessionId ? d.apiSessions.get(apiSessionId) : undefined);
         if (event && Date.parse(event) > Date.parse(check.updatedAt)) q.updatedAt = event;
       }

@@ -41,9 +41,9 @@ const PostureDataSchema = Type.Object({
       sdkInfo: AnyObject,
     }),
   ),
-  domain: Type.Object({ ...dataBase, domain: Type.String() }),
-  mac: Type.Object({ ...dataBase, addresses: Type.Array(Type.String()) }),
-  os: Type.Object({ ...dataBase, build: Type.String(), type: Type.String(), version: Type.String() }),
+  domain: Type.Object({ ...dataBase, domain: Nullable(Type.String()) }),
+  mac: Type.Object({ ...dataBase, addresses: Nullable(Type.Array(Type.String())) }),
+  os: Type.Object({ ...dataBase, build: Nullable(Type.String()), type: Nullable(Type.String()), version: Nullable(Type.String()) }),
   processes: Type.Array(
     Type.Object({ ...dataBase, binaryHash: Type.String(), isRunning: Type.Boolean(), signerFingerprints: Type.Array(Type.String()) }),
   ),

@@ -244,9 +244,10 @@ export function createPostureService(deps: PostureServiceDeps) {
     }
     return {
       apiSessionPostureData,
-      domain: { ...base(data.domain), domain: data.domain?.domain ?? '' },
-      mac: { ...base(data.mac), addresses: data.mac?.addresses ?? [] },
-      os: { ...base(data.os), build: data.os?.build ?? '', type: data.os?.type ?? '', version: data.os?.version ?? '' },
+      // What the identity never reported is null, as upstream renders it.
+      domain: { ...base(data.domain), domain: data.domain?.domain ?? null },
+      mac: { ...base(data.mac), addresses: data.mac?.addresses ?? null },
+      os: { ...base(data.os), build: data.os?.build ?? null, type: data.os?.type ?? null, version: data.os?.version ?? null },
       processes: processesByCheckId(data).map((p) => ({
         ...base(p),
         binaryHash: p.binaryHash,

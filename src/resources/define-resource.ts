@@ -33,6 +33,11 @@ export interface FieldSpec {
   sortable?: boolean;
   /** The column is `NOT NULL UNIQUE` (lets a sort by it skip the id tie-breaker; see ScalarSymbol.unique). */
   unique?: boolean;
+  /**
+   * How the read model shows the field when it is empty (`false`, `''`, `[]` or null), as upstream renders it:
+   * `'omit'` leaves it out (a Go `omitempty` field), `'null'` sends null (a nil list). Unset: as stored.
+   */
+  empty?: 'omit' | 'null';
 }
 
 export interface ResourceSpec {
@@ -96,7 +101,11 @@ function nullableOf(schema: TSchema): TSchema {
 
 function detailSchema(spec: ResourceSpec): TSchema {
   const props: Record<string, TSchema> = {};
-  for (const [name, f] of Object.entries(spec.fields)) if (f.read !== false) props[name] = f.read ?? f.schema;
+  for (const [name, f] of Object.entries(spec.fields)) {
+    if (f.read === false) continue;
+    const read = f.read ?? f.schema;
+    props[name] = f.empty === 'null' ? nullableOf(read) : read;
+  }
   Object.assign(props, spec.computed ?? {});
   const ordered: Record<string, TSchema> = { ...baseEntityProperties };
   for (const [name, s] of sortedEntries(props)) ordered[name] = s;
@@ -135,6 +144,16 @@ function storeDecl(spec: ResourceSpec): EntityTableDecl {
   return { table: spec.table, singular: spec.singular, entityType: spec.entityType, columns, attributes: spec.attributes };
 }
 
+function isEmptyValue(value: unknown): boolean {
+  return value === undefined || value === null || value === false || value === '' || (Array.isArray(value) && value.length === 0);
+}
+
+/** A stored value as the read model shows it (the field's `empty` rule applied); undefined: left out. */
+export function readModelValue(field: FieldSpec | undefined, value: unknown): unknown {
+  if (field?.empty === undefined || !isEmptyValue(value)) return value;
+  return field.empty === 'null' ? null : undefined;
+}
+
 export function defineResource(spec: ResourceSpec): Resource {
   const decl = storeDecl(spec);
   const readable = Object.entries(spec.fields).filter(([, f]) => f.read !== false && f.column).map(([n]) => n);
@@ -163,7 +182,10 @@ export function defineResource(spec: ResourceSpec): Resource {
         tags: values.tags ?? {},
         updatedAt: values.updatedAt,
       };
-      for (const name of readable) out[name] = values[name];
+      for (const name of readable) {
+        const value = readModelValue(spec.fields[name], values[name]);
+        if (value !== undefined) out[name] = value;
+      }
       return out;
     },
   };

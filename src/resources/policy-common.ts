@@ -22,7 +22,7 @@ export const NamedRoles = Type.Array(Type.Object({ role: Type.String(), name: Ty
 
 /** A policy role list: optional everywhere, `[]` when a create or put omits it, `null` in the read model when empty. */
 export function roleListField(column: string): FieldSpec {
-  return { schema: Roles, read: Roles, column, kind: 'json', create: 'optional', put: 'optional', patch: true, default: [] };
+  return { schema: Roles, read: Roles, column, kind: 'json', create: 'optional', put: 'optional', patch: true, default: [], empty: 'null' };
 }
 
 /** `semantic`: required on create and put, one of AllOf/AnyOf exactly (the spec's enum). */
@@ -103,9 +103,7 @@ export function createPolicyService(kind: PolicyKind, resource: Resource, db: Db
   function present(values: Values): Record<string, unknown> {
     const detail = resource.presentStored(values);
     for (const field of fields) {
-      const roles = (values[field] as string[] | null) ?? [];
-      detail[field] = roles.length > 0 ? roles : null;
-      detail[`${field}Display`] = access.rolesDisplay(field, roles);
+      detail[`${field}Display`] = access.rolesDisplay(field, (values[field] as string[] | null) ?? []);
     }
     if (kind === 'edgeRouterPolicy') detail.isSystem = values.isSystem === true;
     return detail;

@@ -31,7 +31,14 @@ function seedLookupRecords(db: Db, now: string): void {
        VALUES (?, ?, ?, ?, ?, ?, 1)`,
     ).run(defaultAuthPolicy.id, defaultAuthPolicy.name, JSON.stringify(defaultAuthPolicy.primary), JSON.stringify(defaultAuthPolicy.secondary), now, now);
     const configType = prepare(tx.db, 'INSERT OR IGNORE INTO config_types (id, name, schema, created_at, updated_at, is_system) VALUES (?, ?, ?, ?, ?, 0)');
-    for (const ct of builtinConfigTypes) configType.run(ct.id, ct.name, JSON.stringify(ct.schema), now, now);
+    // A built-in type no one has changed since it was seeded (updated_at still equals created_at) takes the
+    // current upstream schema, so data dirs seeded by an older release serve the same documents as new ones.
+    const refreshSchema = prepare(tx.db, 'UPDATE config_types SET schema = ? WHERE id = ? AND updated_at = created_at AND schema <> ?');
+    for (const ct of builtinConfigTypes) {
+      const schema = JSON.stringify(ct.schema);
+      configType.run(ct.id, ct.name, schema, now, now);
+      refreshSchema.run(schema, ct.id, schema);
+    }
     const postureCheckType = prepare(
       tx.db,
       'INSERT OR IGNORE INTO posture_check_types (id, name, operating_systems, created_at, updated_at, is_system) VALUES (?, ?, ?, ?, ?, 1)',

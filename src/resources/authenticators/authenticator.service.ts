@@ -101,7 +101,6 @@ export function createAuthenticatorService(db: Db, certs: CertificateInspector, 
     detail.identity = identityRef(identityId, identity?.name ?? '', identity?.auth_policy_id);
     // As upstream, an authenticator links to the identity it belongs to.
     detail._links = { ...(detail._links as object), identities: { href: `./identities/${identityId}` } };
-    for (const key of ['certPem', 'fingerprint', 'username', 'extendRequestedAt']) if (detail[key] == null) delete detail[key];
     return detail;
   }
 

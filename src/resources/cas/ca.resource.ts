@@ -65,7 +65,9 @@ export const caResource = defineResource({
       schema: Type.Boolean(), column: 'is_ott_ca_enrollment_enabled', kind: 'bool', create: 'required', put: 'required', patch: true, filter: 'bool',
     },
     isAuthEnabled: { schema: Type.Boolean(), column: 'is_auth_enabled', kind: 'bool', create: 'required', put: 'required', patch: true, filter: 'bool' },
-    identityRoles: { schema: Roles, read: RolesRead, column: 'identity_roles', kind: 'json', create: 'required', put: 'required', patch: true, default: [] },
+    identityRoles: {
+      schema: Roles, read: RolesRead, column: 'identity_roles', kind: 'json', create: 'required', put: 'required', patch: true, default: [], empty: 'null',
+    },
     identityNameFormat: {
       schema: Type.String(), column: 'identity_name_format', create: 'optional', put: 'required', patch: true, default: '', filter: 'string', advertised: false,
     },

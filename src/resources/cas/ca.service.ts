@@ -156,6 +156,8 @@ export function createCaService(deps: CaServiceDeps) {
   function update(id: string, body: Record<string, unknown>, mode: 'put' | 'patch', stamped: Values = {}): void {
     const existing = entities.get(id);
     const extra: Values = { ...stamped };
+    // A put must name the roles (`[]` for none); upstream refuses a null list there as missing.
+    if (mode === 'put' && body.identityRoles === null) throw fieldError('identityRoles', 'identityRoles in body is required', []);
     if (body.identityRoles !== undefined && body.identityRoles !== null) extra.identityRoles = checkIdentityRoles(body.identityRoles);
     if (body.identityNameFormat === '') extra.identityNameFormat = DEFAULT_IDENTITY_NAME_FORMAT;
     if (mode === 'put') {
@@ -178,7 +180,6 @@ export function createCaService(deps: CaServiceDeps) {
   function present(values: Values): Record<string, unknown> {
     const detail = caResource.presentStored(values);
     detail._links = caLinks(values.id as string, values);
-    detail.identityRoles = values.identityRoles ?? [];
     if (detail.externalIdClaim == null) delete detail.externalIdClaim;
     return detail;
   }

@@ -59,8 +59,13 @@ export function createConfigService(db: Db, access: AccessService, configTypes: 
       beforeUpdate(_tx, existing, changes, mode, body) {
         // The type never changes after create (upstream silently keeps it).
         delete changes.configTypeId;
-        // A patch that names `data` must give it (null would leave a config without data); one that omits it keeps it.
-        if (mode === 'put' || body.data !== undefined) changes.data = checkData(body.data);
+        if (mode === 'patch' && body.data === null) {
+          // As upstream: a patch's null `data` is checked against the type's schema (an object schema refuses it on
+          // `(root)`); where that passes, the stored data stays.
+          validateConfigData(configTypes.schemaOf(existing.configTypeId as string)?.schema, null);
+        } else if (mode === 'put' || body.data !== undefined) {
+          changes.data = checkData(body.data);
+        }
         validateAgainstType(existing.configTypeId as string, (changes.data ?? existing.data) as Record<string, unknown>);
       },
       afterUpdate(tx, existing) {

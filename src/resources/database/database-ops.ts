@@ -183,7 +183,8 @@ export function createDatabaseOps({ db, access, clock = systemClock, owner = `${
       startTime: row.start_time,
       endTime: row.end_time,
       error: row.error,
-      results: row.results === null ? null : (JSON.parse(row.results) as IntegrityResult[]),
+      // No finding is null, before, during and after a run, as upstream renders its empty list.
+      results: row.results === null || row.results === '[]' ? null : (JSON.parse(row.results) as IntegrityResult[]),
     };
   }
 

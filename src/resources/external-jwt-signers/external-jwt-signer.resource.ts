@@ -51,18 +51,18 @@ export const externalJwtSignerResource = defineResource({
       nullable: true, filter: 'string', advertised: false,
     },
     clientId: { schema: Type.String(), read: NullableString, column: 'client_id', create: 'optional', put: 'optional', patch: true, nullable: true, filter: 'string' },
-    scopes: { schema: Scopes, column: 'scopes', kind: 'json', create: 'optional', put: 'optional', patch: true, nullable: true, default: [] },
+    scopes: { schema: Scopes, column: 'scopes', kind: 'json', create: 'optional', put: 'optional', patch: true, nullable: true, default: [], empty: 'null' },
     targetToken: {
       schema: TargetToken, column: 'target_token', create: 'optional', put: 'optional', patch: true, nullable: true, default: 'ACCESS',
       filter: 'string',
     },
     enrollToCertEnabled: {
       schema: Type.Boolean(), column: 'enroll_to_cert_enabled', kind: 'bool', create: 'optional', put: 'optional', patch: true,
-      nullable: true, default: false, filter: 'bool',
+      nullable: true, default: false, filter: 'bool', empty: 'omit',
     },
     enrollToTokenEnabled: {
       schema: Type.Boolean(), column: 'enroll_to_token_enabled', kind: 'bool', create: 'optional', put: 'optional', patch: true,
-      nullable: true, default: false, filter: 'bool',
+      nullable: true, default: false, filter: 'bool', empty: 'omit',
     },
     enrollNameClaimsSelector: {
       schema: Type.String(), column: 'enroll_name_claims_selector', create: 'optional', put: 'optional', patch: true, nullable: true,
@@ -70,7 +70,7 @@ export const externalJwtSignerResource = defineResource({
     },
     enrollAttributeClaimsSelector: {
       schema: Type.String(), column: 'enroll_attribute_claims_selector', create: 'optional', put: 'optional', patch: true,
-      nullable: true, default: '',
+      nullable: true, default: '', empty: 'omit',
     },
     enrollAuthPolicyId: {
       schema: Type.String(), column: 'enroll_auth_policy_id', create: 'optional', put: 'optional', patch: true, nullable: true,
@@ -96,18 +96,21 @@ export const externalJwtSignerResource = defineResource({
   },
 });
 
-/** The client API's read model (clientExternalJwtSignerDetail): what an SDK needs to obtain a token. */
+/**
+ * The client API's read model (clientExternalJwtSignerDetail): what an SDK needs to obtain a token. As upstream, an
+ * unset `clientId` and disabled enrollment flags are left out, and unset `scopes` are null.
+ */
 export const clientExternalJwtSignerDetail = Type.Unsafe<Record<string, unknown>>({
   type: 'object',
   properties: {
     ...baseEntityProperties,
     audience: NullableString,
-    clientId: NullableString,
+    clientId: Type.String(),
     enrollToCertEnabled: Type.Boolean(),
     enrollToTokenEnabled: Type.Boolean(),
     externalAuthUrl: NullableString,
     name: Type.String(),
-    scopes: Scopes,
+    scopes: Nullable(Scopes),
     targetToken: TargetToken,
   },
   required: ['id', 'createdAt', 'updatedAt', '_links', 'tags', 'name', 'externalAuthUrl'],

@@ -142,7 +142,6 @@ export function createExternalJwtSignerService(db: Db, clock: Clock = systemCloc
     out.commonName = commonName;
     out.notBefore = notBefore;
     out.notAfter = notAfter;
-    out.scopes = values.scopes ?? [];
     out.targetToken = values.targetToken ?? 'ACCESS';
     out.claimsProperty = values.claimsProperty ?? '/sub';
     return out;
@@ -154,8 +153,9 @@ export function createExternalJwtSignerService(db: Db, clock: Clock = systemCloc
     const out: Record<string, unknown> = {};
     for (const key of ['_links', 'createdAt', 'id', 'tags', 'updatedAt', 'audience', 'clientId', 'enrollToCertEnabled',
       'enrollToTokenEnabled', 'externalAuthUrl', 'name', 'scopes', 'targetToken']) {
-      out[key] = full[key];
+      if (full[key] !== undefined) out[key] = full[key];
     }
+    if (out.clientId === null) delete out.clientId;
     return out;
   }
 

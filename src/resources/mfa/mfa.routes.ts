@@ -11,7 +11,7 @@ import { callerOf } from '../../http/caller.ts';
 import { created, createEnvelope, detailEnvelope, empty, emptyEnvelope, ok } from '../../http/envelope.ts';
 import { IdParams } from '../../http/list-params.ts';
 import { ApiError } from '../../errors.ts';
-import { baseEntityProperties } from '../common.schema.ts';
+import { baseEntityProperties, Nullable } from '../common.schema.ts';
 import type { MfaService } from './mfa.service.ts';
 import { onIdentity } from '../identities/identity-rights.ts';
 import type { Db } from '../../store/database.ts';
@@ -23,7 +23,7 @@ const detailMfa = Type.Object({
   ...baseEntityProperties,
   isVerified: Type.Boolean(),
   provisioningUrl: Type.Optional(Type.String()),
-  recoveryCodes: Type.Optional(Type.Array(Type.String())),
+  recoveryCodes: Nullable(Type.Array(Type.String())),
 });
 const detailMfaRecoveryCodes = Type.Object({ ...baseEntityProperties, recoveryCodes: Type.Array(Type.String()) });
 const totpToken = Type.Object({ token: Type.String(), issuedAt: Type.String({ format: 'date-time' }) });

@@ -178,18 +178,21 @@ export function createMfaService(db: Db, clock: Clock = systemClock) {
     return { _links: links(mfa), createdAt: mfa.createdAt, id: mfa.id, tags: mfa.tags, updatedAt: mfa.updatedAt };
   }
 
-  /** detailMfa: the secret's URL and the recovery codes only while unverified. */
+  /**
+   * detailMfa: the secret's URL and the recovery codes only while unverified; once verified, `recoveryCodes` is
+   * null and the URL left out, as upstream renders it. Codes are listed in sorted order, as upstream lists them.
+   */
   function present(mfa: MfaRecord, identityName: string): Record<string, unknown> {
-    const out: Record<string, unknown> = { ...base(mfa), isVerified: mfa.isVerified };
+    const out: Record<string, unknown> = { ...base(mfa), isVerified: mfa.isVerified, recoveryCodes: null };
     if (!mfa.isVerified) {
       out.provisioningUrl = provisioningUrl(identityName, mfa.secret);
-      out.recoveryCodes = mfa.recoveryCodes;
+      out.recoveryCodes = [...mfa.recoveryCodes].sort();
     }
     return out;
   }
 
   function presentRecoveryCodes(mfa: MfaRecord): Record<string, unknown> {
-    return { ...base(mfa), recoveryCodes: mfa.recoveryCodes };
+    return { ...base(mfa), recoveryCodes: [...mfa.recoveryCodes].sort() };
   }
 
   /** PNG QR code of an unverified record's provisioning URL; 404 when absent or verified. */

@@ -32,7 +32,7 @@ const Process = Type.Object({
 const ProcessRead = Type.Object({
   osType: Type.String(),
   path: Type.String(),
-  hashes: Type.Optional(StringList),
+  hashes: StringListRead,
   signerFingerprint: Type.Optional(Type.String()),
 });
 const ProcessMulti = Type.Object({
@@ -72,9 +72,10 @@ export const postureCheckResource = defineResource({
     processes: detailField(Type.Array(ProcessMulti, { minItems: 1 }), Type.Array(ProcessMultiRead)),
     semantic: detailField(Semantic, Semantic),
     timeoutSeconds: detailField(Type.Integer(), Type.Integer()),
-    promptOnWake: detailField(Type.Boolean(), Type.Boolean()),
-    promptOnUnlock: detailField(Type.Boolean(), Type.Boolean()),
-    ignoreLegacyEndpoints: detailField(Type.Boolean(), Type.Boolean()),
+    // Left out of the read model when false, as upstream renders them.
+    promptOnWake: { ...detailField(Type.Boolean(), Type.Boolean()), empty: 'omit' },
+    promptOnUnlock: { ...detailField(Type.Boolean(), Type.Boolean()), empty: 'omit' },
+    ignoreLegacyEndpoints: { ...detailField(Type.Boolean(), Type.Boolean()), empty: 'omit' },
   },
   extraSymbols: {
     promptOnWake: { kind: 'scalar', type: 'bool', sql: "json_extract(e.details, '$.promptOnWake')" },

@@ -10,6 +10,7 @@ import type { Tx } from '../../store/transaction.ts';
 import { fieldError } from '../../errors.ts';
 import { parseRange } from '../../posture/semver-range.ts';
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
+import { readModelValue } from '../define-resource.ts';
 import { normalizeRoleAttributes, type AccessService } from '../../access/access.service.ts';
 import { postureCheckResource, type PostureCheckTypeId } from './posture-check.resource.ts';
 
@@ -157,7 +158,12 @@ export function createPostureCheckService(db: Db, access: AccessService, clock: 
   function present(values: Values): Record<string, unknown> {
     const detail = postureCheckResource.presentStored(values);
     detail.roleAttributes = values.roleAttributes ?? [];
-    Object.assign(detail, (values.details as Details | null) ?? {});
+    for (const [name, value] of Object.entries((values.details as Details | null) ?? {})) {
+      const shown = readModelValue(postureCheckResource.fields[name], value);
+      if (shown !== undefined) detail[name] = shown;
+    }
+    // A PROCESS check's process shows `hashes` null when it has none (upstream's nil list).
+    if (detail.process && typeof detail.process === 'object') detail.process = { hashes: null, ...(detail.process as object) };
     // Each process of a PROCESS_MULTI check shows both lists, empty when unset, as upstream renders them.
     if (Array.isArray(detail.processes)) {
       detail.processes = (detail.processes as Array<Record<string, unknown>>).map((p) => ({ ...p, hashes: p.hashes ?? [], signerFingerprints: p.signerFingerprints ?? [] }));

@@ -25,7 +25,7 @@ const PostureQuery = {
     id: { type: 'string' },
     isPassing: { type: 'boolean' },
     process: ProcessRef,
-    processes: { type: 'array', items: ProcessRef },
+    processes: { type: ['array', 'null'], items: ProcessRef },
     promptOnUnlock: { type: 'boolean' },
     promptOnWake: { type: 'boolean' },
     queryType: { type: 'string' },

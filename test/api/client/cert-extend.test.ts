@@ -104,9 +104,19 @@ for (const api of ['client', 'management'] as const) {
 describe('extension details', () => {
   it('extends with the same key, and clears a pending request-extend flag', async () => {
     const e = await enrolledIdentity();
+    // As upstream, a fresh certificate authenticator shows only the flags that are true, and no username.
+    const fresh = await authenticator(e.authenticatorId);
+    for (const key of ['isExtendRequested', 'isKeyRollRequested', 'lastExtendRolledKeys', 'extendRequestedAt', 'username']) {
+      assert.equal(key in fresh, false, key);
+    }
+    assert.equal(fresh.isIssuedByNetwork, true);
+    if ('lastAuthResolvedToRoot' in fresh) assert.equal(fresh.lastAuthResolvedToRoot, true);
     const flagged = await tc.mgmt.post(`/authenticators/${e.authenticatorId}/request-extend`, { rollKeys: true });
     assert.equal(flagged.status, 200, flagged.text);
-    assert.equal((await authenticator(e.authenticatorId)).isExtendRequested, true);
+    const requested = await authenticator(e.authenticatorId);
+    assert.equal(requested.isExtendRequested, true);
+    assert.equal(requested.isKeyRollRequested, true);
+    assert.match(requested.extendRequestedAt, /^\d{4}-/);
     // a login while flagged carries the flags and announces them in a header
     const flaggedLogin = await certLogin(e.chainPem, e.key);
     assert.equal(flaggedLogin.status, 200, flaggedLogin.text);
@@ -119,9 +129,10 @@ describe('extension details', () => {
     assert.equal(res.status, 200, res.text);
     assertEmptyOk(await extendVerify(e, res.body.data.clientCert));
     const after = await authenticator(e.authenticatorId);
-    assert.equal(after.lastExtendRolledKeys, false);
-    assert.equal(after.isExtendRequested, false);
-    assert.equal(after.isKeyRollRequested, false);
+    // As upstream, flags that are false are left out of the read model.
+    assert.equal(after.lastExtendRolledKeys, undefined);
+    assert.equal(after.isExtendRequested, undefined);
+    assert.equal(after.isKeyRollRequested, undefined);
     const session = await tc.client.as({ token: flaggedSession }).get('/current-api-session');
     assert.equal(session.status, 200, session.text);
     assert.equal('isCertExtendRequested' in session.body.data, false);

@@ -70,7 +70,8 @@ describe('the ott enrollment JWT', () => {
     assert.deepEqual(claims.aud, ['']);
     assert.equal(claims.jti, enrollment.ott.token);
     assert.equal(claims.em, 'ott');
-    assert.equal(claims.ctrls, null);
+    // As upstream for a standalone controller: the one control-channel address, on the API's host and port.
+    assert.deepEqual(claims.ctrls, [`tls:${new URL(claims.iss as string).host}`]);
     assert.equal(claims.exp, Math.floor(Date.parse(enrollment.ott.expiresAt) / 1000));
     // Upstream's default identity enrollment lifetime is 180 minutes.
     const lifetime = (claims.exp as number) - before;

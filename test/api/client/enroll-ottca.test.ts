@@ -56,7 +56,7 @@ describe('ottca enrollment', () => {
 
     const [authenticator] = await certAuthenticators(identityId);
     assert.equal(authenticator.fingerprint, sha1Of(leaf.certPem));
-    assert.equal(authenticator.isIssuedByNetwork, false);
+    assert.equal(authenticator.isIssuedByNetwork, undefined, 'left out when false, as upstream');
     // the stored chain runs from the leaf to the CA and verifies with openssl
     const stored = pemBlocks(authenticator.certPem);
     assert.equal(stored.length, 2);

@@ -38,6 +38,7 @@ describe('updb enrollment', () => {
     assert.deepEqual(Object.keys(enrollment), ['updb']);
     const claims = await verifyWithServerCertificate(tc, enrollment.updb.jwt);
     assert.equal(claims.em, 'updb');
+    assert.deepEqual(claims.ctrls, [`tls:${new URL(claims.iss as string).host}`], 'the control-channel address, as upstream');
     assert.equal(claims.sub, id);
     assert.equal(claims.jti, enrollment.updb.token);
     const list = await tc.mgmt.get(`/identities/${id}/enrollments`);

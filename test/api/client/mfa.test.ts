@@ -124,6 +124,7 @@ describe('MFA enrollment', () => {
       assert.match(data.provisioningUrl, new RegExp(`^otpauth://totp/openziti\\.io:${escaped}\\?issuer=openziti\\.io&secret=[A-Z2-7]{16}$`));
       assert.equal(data.recoveryCodes.length, 20);
       for (const code of data.recoveryCodes) assert.match(code, /^[A-Z2-7]{6}$/);
+      assert.deepEqual(data.recoveryCodes, [...data.recoveryCodes].sort(), 'listed in sorted order, as upstream');
       assert.deepEqual(Object.keys(data._links).sort(), ['current-identity', 'qr', 'self', 'verify']);
       const secret = new URL(data.provisioningUrl).searchParams.get('secret') as string;
 
@@ -155,11 +156,13 @@ describe('MFA enrollment', () => {
       assert.equal(session.body.data.isMfaComplete, true);
       assert.deepEqual(session.body.data.authQueries, []);
 
+      // Upstream answers a verified enrollment with `recoveryCodes: null` and no provisioning URL.
       const verified = await client.get('/current-identity/mfa');
-      assertMatchesReference(api, 'GET', '/current-identity/mfa', 200, verified.body);
+      assertMatchesReference(api, 'GET', '/current-identity/mfa', 200, verified.body, { allowNullAt: ['/data/recoveryCodes'] });
       assert.equal(verified.body.data.isVerified, true);
       assert.equal(verified.body.data.provisioningUrl, undefined);
-      assert.equal(verified.body.data.recoveryCodes, undefined);
+      assert.ok('recoveryCodes' in verified.body.data);
+      assert.equal(verified.body.data.recoveryCodes, null);
       assert.deepEqual(Object.keys(verified.body.data._links).sort(), ['current-identity', 'recovery-codes', 'self']);
       assertError(await client.get('/current-identity/mfa/qr-code'), 404, 'NOT_FOUND');
       assertError(await client.post('/current-identity/mfa/verify', { code: totpFor(secret) }), 404, 'NOT_FOUND');

@@ -14,8 +14,9 @@ import { assertEmptyOk, assertError } from '../../support/assertions.ts';
 
 const tc: TestController = await startTestController();
 
-const ONE_NULLS = { allowNullAt: ['/data/config', '/data/configs', '/data/roleAttributes'] };
-const LIST_NULLS = { allowNullAt: ['/data/*/configs', '/data/*/roleAttributes'] };
+// Upstream sends a posture query's `processes` as null unless its check is PROCESS_MULTI.
+const ONE_NULLS = { allowNullAt: ['/data/config', '/data/configs', '/data/roleAttributes', '/data/postureQueries/*/postureQueries/*/processes'] };
+const LIST_NULLS = { allowNullAt: ['/data/*/configs', '/data/*/roleAttributes', '/data/*/postureQueries/*/postureQueries/*/processes'] };
 const INTERCEPT = 'g7cIWbcGg';
 const HOST_V1 = 'NH5p4FpGR';
 const q = encodeURIComponent;
@@ -227,5 +228,11 @@ describe('postureQueries on the client view', () => {
     assert.equal(entry.postureQueries[0].timeoutRemaining, -1);
     assert.equal(entry.postureQueries[0].promptOnUnlock, true);
     assert.ok(!('timeoutAt' in entry.postureQueries[0]));
+    // As upstream: a prompt that is not set is left out, and `processes` is null for a check that is not PROCESS_MULTI.
+    assert.ok(!('promptOnWake' in entry.postureQueries[0]));
+    assert.ok('processes' in entry.postureQueries[0]);
+    assert.equal(entry.postureQueries[0].processes, null);
+    const listed = await list(user.api, `?filter=${encodeURIComponent(`id = "${id}"`)}`);
+    assert.equal(listed.body.data[0].postureQueries[0].postureQueries[0].processes, null);
   });
 });

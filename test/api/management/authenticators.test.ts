@@ -209,6 +209,15 @@ describe('GET /authenticators/{id}', () => {
     assert.ok(!('password' in d) && !('passwordHash' in d) && !('salt' in d));
   });
 
+  it('leaves out the certificate fields and flags a password authenticator does not have, as upstream', async () => {
+    const a = await createUpdb();
+    const d = await detail(a.id);
+    assert.deepEqual(Object.keys(d).sort(), ['_links', 'createdAt', 'id', 'identity', 'identityId', 'method', 'tags', 'updatedAt', 'username']);
+    const listed = await tc.mgmt.get(`/identities/${a.identityId}/authenticators`);
+    assert.equal(listed.status, 200, listed.text);
+    assert.deepEqual(Object.keys(listed.body.data[0]).sort(), Object.keys(d).sort());
+  });
+
   it('shows the authenticator in the identity read model, without its password', async () => {
     const a = await createUpdb();
     const res = await tc.mgmt.get(`/identities/${a.identityId}`);

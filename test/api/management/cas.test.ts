@@ -19,10 +19,14 @@ const tc: TestController = await startTestController();
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const CLAIM = { location: 'COMMON_NAME', matcher: 'PREFIX', matcherCriteria: 'user-', parser: 'NONE', parserCriteria: null, index: 0 };
 
+/** Upstream renders a CA without identity roles with `identityRoles: null`; the reference does not mark it nullable. */
+const DETAIL_NULLS = { allowNullAt: ['/data/identityRoles'] };
+const LIST_NULLS = { allowNullAt: ['/data/*/identityRoles'] };
+
 async function detail(id: string): Promise<Record<string, any>> {
   const res = await tc.mgmt.get(`/cas/${id}`);
   assert.equal(res.status, 200, res.text);
-  assertMatchesReference('management', 'GET', '/cas/{id}', 200, res.body);
+  assertMatchesReference('management', 'GET', '/cas/{id}', 200, res.body, DETAIL_NULLS);
   return res.body.data;
 }
 
@@ -134,7 +138,7 @@ describe('GET /cas', () => {
     const id = await registerCa(tc.mgmt, ca, { name, isAuthEnabled: false });
     const res = await tc.mgmt.get(`/cas?filter=${encodeURIComponent(`name = "${name}"`)}`);
     assert.equal(res.status, 200, res.text);
-    assertMatchesReference('management', 'GET', '/cas', 200, res.body);
+    assertMatchesReference('management', 'GET', '/cas', 200, res.body, LIST_NULLS);
     assert.deepEqual(res.body.data.map((c: { id: string }) => c.id), [id]);
     const byPrint = await tc.mgmt.get(`/cas?filter=${encodeURIComponent(`fingerprint = "${sha1Of(ca.certPem)}"`)}`);
     assert.equal(byPrint.body.data.length, 1);
@@ -169,6 +173,30 @@ describe('PUT and PATCH /cas/{id}', () => {
     assert.equal('externalIdClaim' in d, false);
     // put requires every required field
     assertError(await tc.mgmt.put(`/cas/${id}`, { name }), 400, 'COULD_NOT_VALIDATE');
+  });
+
+  it('reads empty identity roles as null after create, put and patch, and refuses a put whose roles are null', async () => {
+    const ca = await createTestCa();
+    const name = uniqueName('roles-ca');
+    const id = await registerCa(tc.mgmt, ca, { name, identityRoles: [] });
+    assert.equal((await detail(id)).identityRoles, null);
+    const body = { name, isAuthEnabled: true, isAutoCaEnrollmentEnabled: true, isOttCaEnrollmentEnabled: true, identityNameFormat: '[caName]-[commonName]' };
+    assertEmptyOk(await tc.mgmt.put(`/cas/${id}`, { ...body, identityRoles: ['b'] }));
+    assert.deepEqual((await detail(id)).identityRoles, ['b']);
+    assertEmptyOk(await tc.mgmt.put(`/cas/${id}`, { ...body, identityRoles: [] }));
+    assert.equal((await detail(id)).identityRoles, null);
+    assertEmptyOk(await tc.mgmt.patch(`/cas/${id}`, { identityRoles: ['c'] }));
+    assertEmptyOk(await tc.mgmt.patch(`/cas/${id}`, { identityRoles: null }));
+    assert.deepEqual((await detail(id)).identityRoles, ['c'], 'a null in a patch keeps the roles');
+    assertEmptyOk(await tc.mgmt.patch(`/cas/${id}`, { identityRoles: [] }));
+    assert.equal((await detail(id)).identityRoles, null);
+    const refused = await tc.mgmt.put(`/cas/${id}`, { ...body, identityRoles: null });
+    assertFieldError(refused, 'identityRoles');
+    assert.equal(refused.body.error.cause.reason, 'identityRoles in body is required');
+    assertMatchesReference('management', 'PUT', '/cas/{id}', 400, refused.body);
+    const listed = await tc.mgmt.get(`/cas?filter=${encodeURIComponent(`id = "${id}"`)}`);
+    assertMatchesReference('management', 'GET', '/cas', 200, listed.body, LIST_NULLS);
+    assert.equal(listed.body.data[0].identityRoles, null);
   });
 
   it('patch changes only the supplied fields and merges externalIdClaim members over the stored claim', async () => {

@@ -1,5 +1,5 @@
 /**
- * Management config types: the built-in types with their fixed ids, CRUD, schema checks (must compile, root
+ * Management config types: the built-in types with their fixed ids and upstream's schema documents, CRUD, schema checks (must compile, root
  * type object, non-object schemas refused, `{}` is no schema), the reserved name `all`, delete refused while configs of
  * the type exist (409, the seed contract), the configs of a type, unknown ids and permissions.
  */
@@ -83,6 +83,39 @@ describe('built-in config types', () => {
       assert.equal(d.schema.type, 'object');
       assert.equal(typeof d.schema.$id, 'string');
     }
+  });
+
+  it("serve upstream's own schema documents: shared pieces as definitions behind $ref, deprecated fields flagged", async () => {
+    const intercept = (await detail('g7cIWbcGg')).schema;
+    assert.equal(intercept.$id, 'http://edge.openziti.org/schemas/intercept.v1.config.json');
+    assert.deepEqual(intercept.properties.addresses, {
+      allOf: [{ $ref: '#/definitions/inhabitedSet' }, { items: { $ref: '#/definitions/listenAddress' } }],
+    });
+    assert.deepEqual(intercept.definitions.inhabitedSet, { minItems: 1, type: 'array', uniqueItems: true });
+    assert.deepEqual(intercept.required, ['protocols', 'addresses', 'portRanges']);
+    const hostV1 = (await detail('NH5p4FpGR')).schema;
+    assert.equal(hostV1.$id, 'http://ziti-edge.netfoundry.io/schemas/host.v1.schema.json');
+    const timeout = hostV1.properties.listenOptions.properties.connectTimeoutSeconds;
+    assert.equal(timeout.$ref, '#/definitions/timeoutSeconds');
+    assert.equal(timeout.deprecated, true);
+    const hostV2 = (await detail('host.v2')).schema;
+    assert.equal(hostV2.definitions.terminator.properties.listenOptions.properties.connectTimeoutSeconds.deprecated, true);
+  });
+
+  it('validate configs through their $refs as upstream: an empty intercept address fails the listenAddress "not" rule', async () => {
+    const res = await tc.mgmt.post('/configs', {
+      name: uniqueName('cfg'),
+      configTypeId: 'g7cIWbcGg',
+      data: { protocols: ['tcp'], addresses: [''], portRanges: [{ low: 80, high: 443 }] },
+    });
+    assertFieldError(res, 'addresses.0');
+    assert.equal(res.body.error.cause.reason, 'addresses.0 is invalid: addresses.0: Must not validate the schema (not)');
+    const ok = await tc.mgmt.post('/configs', {
+      name: uniqueName('cfg'),
+      configTypeId: 'NH5p4FpGR',
+      data: { protocol: 'tcp', address: 'localhost', port: 8080, listenOptions: { connectTimeoutSeconds: 5 } },
+    });
+    assert.equal(ok.status, 201, ok.text);
   });
 });
 

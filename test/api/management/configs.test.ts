@@ -206,12 +206,22 @@ describe('PUT and PATCH /configs/{id}', () => {
     assert.equal(d.configTypeId, typeId);
     assertFieldError(await tc.mgmt.patch(`/configs/${id}`, { data: { proto: 'tcp' } }), '(root)');
     assertFieldError(await tc.mgmt.patch(`/configs/${id}`, { data: 5 }), 'data');
-    // Naming data means giving it: null would leave the config without data.
+    // As upstream: a null `data` is checked against the type's schema, which refuses it on (root); nothing changes.
     const nulled = await tc.mgmt.patch(`/configs/${id}`, { data: null, name: uniqueName('not-applied') });
-    assertFieldError(nulled, 'data');
-    assert.equal(nulled.body.error.cause.reason, 'data in body is required');
+    assertFieldError(nulled, '(root)');
+    assert.equal(nulled.body.error.cause.reason, '(root) is invalid: (root): Invalid type. Expected: object, given: null');
+    assert.equal(nulled.body.error.cause.value, '<nil>');
     assert.deepEqual((await detail(id)).data, { port: 7 });
     assert.equal((await detail(id)).name, before.name);
+  });
+
+  it('keeps the data when a patch sends null data for a type without schema, as upstream', async () => {
+    const schemaless = await tc.mgmt.post('/config-types', { name: uniqueName('ct') });
+    assert.equal(schemaless.status, 201, schemaless.text);
+    const created = await tc.mgmt.post('/configs', { name: uniqueName('c'), configTypeId: schemaless.body.data.id, data: { a: 1 } });
+    assert.equal(created.status, 201, created.text);
+    assertEmptyOk(await tc.mgmt.patch(`/configs/${created.body.data.id}`, { data: null }));
+    assert.deepEqual((await detail(created.body.data.id)).data, { a: 1 });
   });
 
   it('answers 404 for an unknown id', async () => {

@@ -258,6 +258,7 @@ describe('inline enrollment on identity create', () => {
     assert.equal(enrollment.ottca.ca.id, caId);
     const claims = await verifyWithServerCertificate(tc, enrollment.ottca.jwt);
     assert.equal(claims.em, 'ottca');
+    assert.deepEqual(claims.ctrls, [`tls:${new URL(claims.iss as string).host}`], 'the control-channel address, as upstream');
     assert.equal(claims.sub, id);
   });
 
@@ -357,7 +358,7 @@ describe('POST /authenticators/{id}/request-extend', () => {
     assertEmptyOk(await tc.mgmt.post(`/authenticators/${identity.authenticatorId}/request-extend`, {}));
     const again = (await tc.mgmt.get(`/authenticators/${identity.authenticatorId}`)).body.data;
     assert.equal(again.isExtendRequested, true);
-    assert.equal(again.isKeyRollRequested, false);
+    assert.equal(again.isKeyRollRequested, undefined, 'left out when false, as upstream');
   });
 
   it('answers 403 for a password authenticator and 404 for an unknown one', async () => {
@@ -366,7 +367,7 @@ describe('POST /authenticators/{id}/request-extend', () => {
     const res = await tc.mgmt.post(`/authenticators/${authenticatorId}/request-extend`, { rollKeys: false });
     assertError(res, 403, 'FORBIDDEN');
     assertMatchesReference('management', 'POST', '/authenticators/{id}/request-extend', 403, res.body);
-    assert.equal((await tc.mgmt.get(`/authenticators/${authenticatorId}`)).body.data.isExtendRequested, false);
+    assert.equal((await tc.mgmt.get(`/authenticators/${authenticatorId}`)).body.data.isExtendRequested, undefined, 'left out when false, as upstream');
     assertError(await tc.mgmt.post('/authenticators/no-such-authenticator/request-extend', {}), 404, 'NOT_FOUND');
   });
 });

@@ -20,10 +20,11 @@ const tc: TestController = await startTestController();
  * Upstream renders unset optional strings as null although the reference declares them non-nullable
  * (auth.md §1.5: pointer fields of the signer model).
  */
-const NULLABLE = ['audience', 'clientId', 'externalAuthUrl', 'kid', 'fingerprint'];
+/** Fields upstream sends as null although the reference does not mark them nullable (`scopes` when unset). */
+const NULLABLE = ['audience', 'clientId', 'externalAuthUrl', 'kid', 'fingerprint', 'scopes'];
 const DETAIL_NULLS = { allowNullAt: NULLABLE.map((f) => `/data/${f}`) };
 const LIST_NULLS = { allowNullAt: NULLABLE.map((f) => `/data/*/${f}`) };
-const CLIENT_NULLS = { allowNullAt: ['/data/*/externalAuthUrl'] };
+const CLIENT_NULLS = { allowNullAt: ['/data/*/externalAuthUrl', '/data/*/scopes'] };
 
 const ZERO_TIME = '0001-01-01T00:00:00.000Z';
 
@@ -93,12 +94,14 @@ describe('external JWT signers: create and read', () => {
     assert.equal(d.useExternalId, false);
     assert.equal(d.externalAuthUrl, null);
     assert.equal(d.clientId, null);
-    assert.deepEqual(d.scopes, []);
+    // As upstream: unset scopes are null; disabled enrollment flags and an unset attribute selector are left out.
+    assert.ok('scopes' in d);
+    assert.equal(d.scopes, null);
     assert.equal(d.targetToken, 'ACCESS');
-    assert.equal(d.enrollToCertEnabled, false);
-    assert.equal(d.enrollToTokenEnabled, false);
+    assert.equal('enrollToCertEnabled' in d, false);
+    assert.equal('enrollToTokenEnabled' in d, false);
     assert.equal(d.enrollNameClaimsSelector, '/sub');
-    assert.equal(d.enrollAttributeClaimsSelector, '');
+    assert.equal('enrollAttributeClaimsSelector' in d, false);
     assert.equal(d.enrollAuthPolicyId, 'default');
     assert.deepEqual(d._links, { self: { href: `./external-jwt-signers/${id}` } });
   });
@@ -264,7 +267,7 @@ describe('external JWT signers: update and delete', () => {
     assert.equal(d.jwksEndpoint, replacement.jwksEndpoint);
     assert.equal(d.fingerprint, null);
     assert.equal(d.clientId, null);
-    assert.deepEqual(d.scopes, []);
+    assert.equal(d.scopes, null);
     assert.equal(d.targetToken, 'ACCESS');
     // and back: the certificate's fingerprint returns
     assertEmptyOk(await tc.mgmt.put(`/external-jwt-signers/${id}`, { ...replacement, jwksEndpoint: null, certPem: signer.certPem }));
@@ -368,7 +371,7 @@ describe('client API: GET /external-jwt-signers', () => {
     assert.equal(res.body.data.length, 1);
     const s = res.body.data[0];
     assert.deepEqual(Object.keys(s).sort(), [
-      '_links', 'audience', 'clientId', 'createdAt', 'enrollToCertEnabled', 'enrollToTokenEnabled', 'externalAuthUrl', 'id', 'name',
+      '_links', 'audience', 'clientId', 'createdAt', 'enrollToTokenEnabled', 'externalAuthUrl', 'id', 'name',
       'scopes', 'tags', 'targetToken', 'updatedAt',
     ]);
     assert.equal(s.id, enabled);
@@ -378,7 +381,20 @@ describe('client API: GET /external-jwt-signers', () => {
     assert.equal(s.targetToken, 'ID');
     assert.equal(s.audience, 'portcullis');
     assert.equal(s.enrollToTokenEnabled, true);
-    assert.equal(s.enrollToCertEnabled, false);
+    assert.equal(s.enrollToCertEnabled, undefined, 'left out when false');
     assert.equal(res.body.meta.pagination.totalCount, 1);
+  });
+
+  it('leaves out an unset clientId and disabled enrollment flags and sends unset scopes as null, as upstream', async () => {
+    const tag = uniqueName('client-bare');
+    const id = await create(jwksBody({ name: tag }));
+    const res = await createClient(`${tc.client.baseUrl}`, tc.ca).get(`/external-jwt-signers?filter=${encodeURIComponent(`name = "${tag}"`)}`);
+    assert.equal(res.status, 200, res.text);
+    assertMatchesReference('client', 'GET', '/external-jwt-signers', 200, res.body, CLIENT_NULLS);
+    const s = res.body.data[0];
+    assert.equal(s.id, id);
+    assert.deepEqual(Object.keys(s).sort(), ['_links', 'audience', 'createdAt', 'externalAuthUrl', 'id', 'name', 'scopes', 'tags', 'targetToken', 'updatedAt']);
+    assert.equal(s.scopes, null);
+    assert.equal(s.externalAuthUrl, null);
   });
 });

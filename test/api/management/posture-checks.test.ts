@@ -15,7 +15,8 @@ import { assertDecodeError, TIMESTAMP, assertEmptyOk, assertError, assertFieldEr
 const tc: TestController = await startTestController();
 
 /** Stored string sets read back as null when empty (upstream's nil sets). */
-const DETAIL_NULLS = { allowNullAt: ['/data/operatingSystems/*/versions'] };
+/** Upstream sends null for an empty OS version list and for a PROCESS check's unset hashes; the reference does not allow it. */
+const DETAIL_NULLS = { allowNullAt: ['/data/operatingSystems/*/versions', '/data/process/hashes'] };
 
 function q(filter: string): string {
   return encodeURIComponent(filter);
@@ -94,7 +95,7 @@ describe('POST /posture-checks: every type', () => {
     const process = await detail(await create({ typeId: 'PROCESS', process: { osType: 'Linux', path: '/usr/bin/agent', hashes: ['bb', 'aa'] } }));
     assert.deepEqual(own(process), { process: { osType: 'Linux', path: '/usr/bin/agent', hashes: ['aa', 'bb'] } });
     const signed = await detail(await create({ typeId: 'PROCESS', process: { osType: 'Windows', path: 'C:\\agent.exe', signerFingerprint: 'ff00' } }));
-    assert.deepEqual(own(signed), { process: { osType: 'Windows', path: 'C:\\agent.exe', signerFingerprint: 'ff00' } });
+    assert.deepEqual(own(signed), { process: { osType: 'Windows', path: 'C:\\agent.exe', signerFingerprint: 'ff00', hashes: null } });
 
     const multi = await detail(
       await create({
@@ -115,7 +116,8 @@ describe('POST /posture-checks: every type', () => {
     });
 
     const mfa = await detail(await create({ typeId: 'MFA', timeoutSeconds: 300, promptOnWake: true }));
-    assert.deepEqual(own(mfa), { timeoutSeconds: 300, promptOnWake: true, promptOnUnlock: false, ignoreLegacyEndpoints: false });
+    // As upstream, the MFA flags that are false are left out.
+    assert.deepEqual(own(mfa), { timeoutSeconds: 300, promptOnWake: true });
     const noTimeout = await detail(await create({ typeId: 'MFA', timeoutSeconds: 0 }));
     assert.equal(noTimeout.timeoutSeconds, -1, 'a timeout of 0 or less means none (-1)');
     assert.equal((await detail(await create({ typeId: 'MFA' }))).timeoutSeconds, -1);
@@ -137,7 +139,7 @@ describe('POST /posture-checks: every type', () => {
       promptOnWake: false, promptOnUnlock: false, timeoutSeconds: 600, tags: {},
     };
     const d = await detail(await create(consoleBody));
-    assert.deepEqual(own(d), { timeoutSeconds: 600, promptOnWake: false, promptOnUnlock: false, ignoreLegacyEndpoints: false });
+    assert.deepEqual(own(d), { timeoutSeconds: 600 });
     const domain = await detail(await create({ ...consoleBody, typeId: 'DOMAIN', domains: ['example.com'] }));
     assert.deepEqual(own(domain), { domains: ['example.com'] });
     // The own type's fields are still validated.
@@ -161,7 +163,8 @@ describe('POST /posture-checks: every type', () => {
 
   it('reads null optional process lists as unset, as generated Go clients send them', async () => {
     const process = await detail(await create({ typeId: 'PROCESS', process: { osType: 'Linux', path: '/usr/bin/agent', hashes: null } }));
-    assert.deepEqual(own(process), { process: { osType: 'Linux', path: '/usr/bin/agent' } });
+    // Upstream reads the unset list back as null.
+    assert.deepEqual(own(process), { process: { osType: 'Linux', path: '/usr/bin/agent', hashes: null } });
     const multi = await detail(
       await create({ typeId: 'PROCESS_MULTI', semantic: 'AllOf', processes: [{ osType: 'Windows', path: 'C:\\a.exe', hashes: null, signerFingerprints: null }] }),
     );
@@ -226,7 +229,7 @@ describe('PUT and PATCH /posture-checks/{id}', () => {
     assertEmptyOk(await tc.mgmt.patch(`/posture-checks/${id}`, { typeId: 'MFA', promptOnUnlock: true, timeoutSeconds: null }));
     let d = await detail(id);
     assert.equal(d.version, 2);
-    assert.deepEqual(own(d), { timeoutSeconds: 60, promptOnWake: true, promptOnUnlock: true, ignoreLegacyEndpoints: false });
+    assert.deepEqual(own(d), { timeoutSeconds: 60, promptOnWake: true, promptOnUnlock: true });
     assert.deepEqual(d.roleAttributes, ['a']);
     assertEmptyOk(await tc.mgmt.patch(`/posture-checks/${id}`, { typeId: 'MFA', roleAttributes: ['b', 'a'] }));
     d = await detail(id);

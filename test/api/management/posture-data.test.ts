@@ -38,6 +38,8 @@ async function respond(user: User, body: unknown): Promise<void> {
 // Upstream sends null for times it does not have although the reference does not declare them nullable.
 const POSTURE_DATA_NULLS = [
   '/data/os/lastUpdatedAt', '/data/mac/lastUpdatedAt', '/data/domain/lastUpdatedAt',
+  // What was never reported is null, as upstream renders it.
+  '/data/os/type', '/data/os/version', '/data/os/build', '/data/mac/addresses', '/data/domain/domain',
   '/data/apiSessionPostureData/*/mfa/passedAt', '/data/apiSessionPostureData/*/endpointState/wokenAt',
   '/data/apiSessionPostureData/*/endpointState/unlockedAt', '/data/apiSessionPostureData/*/mfa/passedOnWake',
   '/data/apiSessionPostureData/*/mfa/passedOnUnlock',
@@ -48,7 +50,7 @@ await create('/edge-router-policies', { name: uniqueName('erp'), semantic: 'AnyO
 await create('/service-edge-router-policies', { name: uniqueName('serp'), semantic: 'AnyOf', serviceRoles: ['#all'], edgeRouterRoles: ['#pd-er'] });
 
 describe('GET /identities/{id}/posture-data', () => {
-  it('is empty for an identity that reported nothing', async () => {
+  it('is empty for an identity that reported nothing: the values it never reported are null, as upstream', async () => {
     const id = await create('/identities', { name: uniqueName('id'), type: 'User', isAdmin: false });
     const res = await tc.mgmt.get(`/identities/${id}/posture-data`);
     assert.equal(res.status, 200, res.text);
@@ -56,9 +58,9 @@ describe('GET /identities/{id}/posture-data', () => {
     assert.deepEqual(res.body, {
       data: {
         apiSessionPostureData: {},
-        domain: { domain: '', lastUpdatedAt: null, postureCheckId: '', timedOut: false },
-        mac: { addresses: [], lastUpdatedAt: null, postureCheckId: '', timedOut: false },
-        os: { build: '', lastUpdatedAt: null, postureCheckId: '', timedOut: false, type: '', version: '' },
+        domain: { domain: null, lastUpdatedAt: null, postureCheckId: '', timedOut: false },
+        mac: { addresses: null, lastUpdatedAt: null, postureCheckId: '', timedOut: false },
+        os: { build: null, lastUpdatedAt: null, postureCheckId: '', timedOut: false, type: null, version: null },
         processes: [],
       },
       meta: {},

@@ -16,8 +16,13 @@ import { assertEmptyList, assertDecodeError, TIMESTAMP, assertEmptyOk, assertErr
 const tc: TestController = await startTestController();
 
 /** Upstream renders these as null (model.md §3.4, §2.4); the reference does not mark them nullable. */
-const ONE_NULLS = { allowNullAt: ['/data/permissions', '/data/config', '/data/configs', '/data/roleAttributes'] };
-const LIST_NULLS = { allowNullAt: ['/data/*/permissions', '/data/*/config', '/data/*/configs', '/data/*/roleAttributes'] };
+// Upstream sends a posture query's `processes` as null unless its check is PROCESS_MULTI.
+const ONE_NULLS = {
+  allowNullAt: ['/data/permissions', '/data/config', '/data/configs', '/data/roleAttributes', '/data/postureQueries/*/postureQueries/*/processes'],
+};
+const LIST_NULLS = {
+  allowNullAt: ['/data/*/permissions', '/data/*/config', '/data/*/configs', '/data/*/roleAttributes', '/data/*/postureQueries/*/postureQueries/*/processes'],
+};
 const INTERCEPT = 'g7cIWbcGg';
 const HOST_V1 = 'NH5p4FpGR';
 const q = encodeURIComponent;
@@ -451,7 +456,7 @@ describe('postureQueries once posture checks exist', () => {
     assert.equal(m.timeout, 300);
     assert.equal(m.timeoutRemaining, 0);
     assert.equal(m.promptOnWake, true);
-    assert.equal(m.promptOnUnlock, false);
+    assert.equal(m.promptOnUnlock, undefined, 'left out when not set, as upstream');
     assert.match(m.timeoutAt, TIMESTAMP);
     assert.deepEqual((queries.get(multi.body.data.id) as Record<string, any>).processes, [{ osType: 'Windows', path: 'C:\\a.exe' }]);
     assert.deepEqual(byPolicy.get(open), { isPassing: true, policyId: open, policyType: 'Bind', postureQueries: [] });
