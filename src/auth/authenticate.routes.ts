@@ -36,6 +36,17 @@ const AuthenticateBody = Type.Unsafe<Record<string, unknown> | undefined>({
   },
 });
 
+/**
+ * Upstream's generated validation passes over an empty user name or password (a zero value), so the password
+ * method answers that both are required instead of a length error: an empty one is dropped before validation.
+ */
+function withoutEmptyCredentials(body: unknown): unknown {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return body;
+  const out = { ...(body as Record<string, unknown>) };
+  for (const field of ['username', 'password']) if (out[field] === '') delete out[field];
+  return out;
+}
+
 const OwnAuthenticatorPatch = Type.Object({
   currentPassword: Password,
   password: Type.Optional(Nullable(Password)),
@@ -76,7 +87,7 @@ export function authenticationRoutes(deps: {
   return [
     {
       method: 'POST', url: '/authenticate', operationId: 'authenticate', tag, summary: 'Authenticate and create an API session',
-      access: 'public', querystring: AuthenticateQuery, body: AuthenticateBody,
+      access: 'public', querystring: AuthenticateQuery, body: AuthenticateBody, normalizeBody: withoutEmptyCredentials,
       response: { 200: detailEnvelope(currentApiSessionDetail) },
       handler: async (req, reply) => {
         const { method } = req.query as { method: string };

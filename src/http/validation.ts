@@ -54,7 +54,7 @@ function reasonFor(err: ErrorObject, field: string, where: string, value: unknow
       return `${label} in ${where} must be of type ${goType}: ${JSON.stringify(formatCauseValue(value))}`;
     }
     case 'enum':
-      return `${label} in ${where} should be one of [${(p.allowedValues as unknown[]).join(' ')}]`;
+      return `${label} in ${where} should be one of [${(p.allowedValues as unknown[]).filter((v) => v !== null).join(' ')}]`;
     case 'minLength':
       return `${label} in ${where} should be at least ${String(p.limit)} chars long`;
     case 'maxLength':

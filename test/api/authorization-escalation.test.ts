@@ -294,7 +294,7 @@ describe('escalation: external JWT signers log in only identities their last aut
 });
 
 describe('escalation: third-party CAs log in and enroll only identities their last author covers', () => {
-  const claim = { location: 'COMMON_NAME', matcher: 'ALL', matcherCriteria: null, parser: 'NONE', parserCriteria: null, index: 0 };
+  const claim = { location: 'COMMON_NAME', matcher: 'ALL', matcherCriteria: '', parser: 'NONE', parserCriteria: '', index: 0 };
   const certLogin = (leaf: IssuedTestCert) => tc.http.post('/edge/management/v1/authenticate?method=cert', undefined, { cert: leaf.certPem, key: leaf.keyPem });
 
   it('a CA made by a non-admin (verified by an admin) does not log in an admin until an admin saves it', async () => {

@@ -20,7 +20,7 @@ import {
 } from '../../pki/certificate-chain.ts';
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
 import { caLinks, caResource, DEFAULT_IDENTITY_NAME_FORMAT } from './ca.resource.ts';
-import { completeClaim, validateExternalIdClaim, CLAIM_FIELDS, type ExternalIdClaim } from './external-id-claim.ts';
+import { assertWholeClaim, completeClaim, validateExternalIdClaim, CLAIM_FIELDS, type ExternalIdClaim } from './external-id-claim.ts';
 import { intersect, parseRights, type Rights } from '../../auth/rights.ts';
 
 /** A CA as the trust decisions see it. */
@@ -76,8 +76,10 @@ function parseCaCertificates(certPem: unknown): ParsedCertificate[] {
   return certificates;
 }
 
-function claimFromBody(value: unknown): ExternalIdClaim | null {
+/** The claim of a body; `whole` for create and put, whose claim must name all six members. */
+function claimFromBody(value: unknown, whole = false): ExternalIdClaim | null {
   if (value === undefined || value === null) return null;
+  if (whole) assertWholeClaim(value as Record<string, unknown>);
   const claim = completeClaim(value as Partial<ExternalIdClaim>);
   validateExternalIdClaim(claim);
   return claim;
@@ -140,7 +142,7 @@ export function createCaService(deps: CaServiceDeps) {
   function create(body: Record<string, unknown>, stamped: Values = {}): string {
     const certificates = parseCaCertificates(body.certPem);
     const identityRoles = checkIdentityRoles(body.identityRoles);
-    const externalIdClaim = claimFromBody(body.externalIdClaim);
+    const externalIdClaim = claimFromBody(body.externalIdClaim, true);
     const format = typeof body.identityNameFormat === 'string' && body.identityNameFormat !== '' ? body.identityNameFormat : DEFAULT_IDENTITY_NAME_FORMAT;
     return entities.create(body, {
       ...stamped,
@@ -162,7 +164,7 @@ export function createCaService(deps: CaServiceDeps) {
     if (body.identityNameFormat === '') extra.identityNameFormat = DEFAULT_IDENTITY_NAME_FORMAT;
     if (mode === 'put') {
       // A put replaces the whole record: an omitted claim clears the stored one.
-      extra.externalIdClaim = claimFromBody(body.externalIdClaim);
+      extra.externalIdClaim = claimFromBody(body.externalIdClaim, true);
     } else if (body.externalIdClaim !== undefined && body.externalIdClaim !== null) {
       const supplied = Object.fromEntries(
         CLAIM_FIELDS.map((field) => [field, (body.externalIdClaim as Record<string, unknown>)[field]]).filter(([, v]) => v !== undefined && v !== null),
@@ -189,25 +191,22 @@ export function createCaService(deps: CaServiceDeps) {
     const ca = entities.get(id);
     if (ca.isVerified) throw new ApiError('CA_ALREADY_VERIFIED');
     const text = typeof body === 'string' ? body : '';
+    // Upstream's answers: no cause for an unreadable body or a wrong common name, the x509 reason for a failed chain.
     let blocks;
     try {
       blocks = parsePemBlocks(text);
     } catch {
-      throw new ApiError('COULD_NOT_PARSE_BODY', { cause: { code: 'UNHANDLED', message: 'the body is not a PEM certificate' } });
+      throw new ApiError('COULD_NOT_PARSE_BODY');
     }
-    if (blocks.length === 0) throw new ApiError('COULD_NOT_PARSE_BODY', { cause: { code: 'UNHANDLED', message: 'the body holds no PEM block' } });
+    if (blocks.length === 0) throw new ApiError('COULD_NOT_PARSE_BODY');
     if (blocks[0].label !== 'CERTIFICATE') throw new ApiError('EXPECTED_PEM_CERTIFICATE');
     const certificate = readCertificateDer(blocks[0].der);
-    if (certificate.commonName !== ca.verificationToken) {
-      throw new ApiError('INVALID_COMMON_NAME', {
-        cause: { field: 'commonName', reason: 'the common name must equal the verification token of the CA', value: certificate.commonName ?? '' },
-      });
-    }
+    if (certificate.commonName !== ca.verificationToken) throw new ApiError('INVALID_COMMON_NAME');
     const caCertificate = readCertificateBundle(ca.certPem as string)[0];
     const now = clock.now();
-    if (!issuedBy(certificate, caCertificate) || !isValidAt(certificate, now) || !isValidAt(caCertificate, now)) {
-      throw new ApiError('CERTIFICATE_FAILED_VALIDATION');
-    }
+    const x509Failure = (message: string) => new ApiError('CERTIFICATE_FAILED_VALIDATION', { cause: { code: 'UNHANDLED', message } });
+    if (!issuedBy(certificate, caCertificate)) throw x509Failure('x509: certificate signed by unknown authority');
+    if (!isValidAt(certificate, now) || !isValidAt(caCertificate, now)) throw x509Failure('x509: certificate has expired or is not yet valid');
     // Whoever can make the proof holds the CA key: the CA keeps only the rights its verifier holds too.
     entities.update(id, {}, 'patch', { isVerified: true, trustRights: intersect(parseRights(ca.trustRights), verifier) });
   }

@@ -45,17 +45,24 @@ export function completeClaim(claim: Partial<ExternalIdClaim>): ExternalIdClaim 
   };
 }
 
+/** A claim of a create or put body: upstream requires all six members, none null, and names the first missing in this order. */
+export function assertWholeClaim(claim: Record<string, unknown>): void {
+  for (const field of CLAIM_FIELDS) {
+    if (claim[field] === undefined || claim[field] === null) throw invalid(field, `externalIdClaim.${field} in body is required`, null);
+  }
+}
+
 /** Refuses a claim that can not yield a value; throws 400 COULD_NOT_VALIDATE naming the member. */
 export function validateExternalIdClaim(claim: ExternalIdClaim): void {
-  if (!claim.location) throw invalid('location', 'location is required', claim.location);
-  if (!claim.matcher) throw invalid('matcher', 'matcher is required', claim.matcher);
+  if (!claim.location) throw invalid('location', 'externalIdClaim.location in body is required', claim.location);
+  if (!claim.matcher) throw invalid('matcher', 'externalIdClaim.matcher in body is required', claim.matcher);
   if (!MATCHERS_BY_LOCATION[claim.location].includes(claim.matcher)) {
     throw invalid('matcher', `matcher ${claim.matcher} can not be used with location ${claim.location}`, claim.matcher);
   }
   if (claim.matcher !== 'ALL' && !claim.matcherCriteria) {
     throw invalid('matcherCriteria', `matcher ${claim.matcher} requires matcherCriteria`, claim.matcherCriteria);
   }
-  if (!claim.parser) throw invalid('parser', 'parser is required', claim.parser);
+  if (!claim.parser) throw invalid('parser', 'externalIdClaim.parser in body is required', claim.parser);
   if (claim.parser === 'SPLIT' && !claim.parserCriteria) {
     throw invalid('parserCriteria', 'parser SPLIT requires parserCriteria (the separator)', claim.parserCriteria);
   }

@@ -184,7 +184,7 @@ describe('third-party CA certificates', () => {
   });
 
   it('matches identities by externalId when the CA has a claim, and falls back to the fingerprint when it yields nothing', async () => {
-    const claim = { location: 'SAN_EMAIL', matcher: 'SUFFIX', matcherCriteria: '@example.test', parser: 'NONE', parserCriteria: null, index: 0 };
+    const claim = { location: 'SAN_EMAIL', matcher: 'SUFFIX', matcherCriteria: '@example.test', parser: 'NONE', parserCriteria: '', index: 0 };
     const { ca } = await trustedCa(tc.mgmt, { externalIdClaim: claim });
     const externalId = uniqueName('alice');
     const identityId = await createIdentity(tc.mgmt, { externalId });

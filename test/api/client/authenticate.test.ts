@@ -231,6 +231,16 @@ describe('POST /authenticate?method=password', () => {
     assertError(await authenticate('/edge/client/v1/authenticate', {}), 400, 'COULD_NOT_VALIDATE');
     assertError(await authenticate('/edge/client/v1/authenticate', { username: uniqueName('only') }), 400, 'COULD_NOT_VALIDATE');
   });
+
+  it('answers empty credentials as missing ones (upstream skips the length rules of empty values), short ones by length', async () => {
+    const required = { code: 'UNHANDLED', message: 'username and password fields are required' };
+    for (const body of [{ username: '', password: '' }, { username: uniqueName('user'), password: '' }, { username: '', password: 'Some-pass-1' }]) {
+      const res = await authenticate('/edge/client/v1/authenticate', body);
+      assertError(res, 400, 'COULD_NOT_VALIDATE');
+      assert.deepEqual(res.body.error.cause, required, JSON.stringify(body));
+    }
+    assertFieldError(await authenticate('/edge/client/v1/authenticate', { username: 'a', password: '' }), 'username');
+  });
 });
 
 describe('GET /current-api-session', () => {

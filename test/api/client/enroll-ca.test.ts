@@ -139,7 +139,7 @@ describe('CA auto enrollment', () => {
   });
 
   it('takes a whole URI SAN of a scheme as the externalId', async () => {
-    const claim = { location: 'SAN_URI', matcher: 'SCHEME', matcherCriteria: 'spiffe', parser: 'NONE', parserCriteria: null, index: 0 };
+    const claim = { location: 'SAN_URI', matcher: 'SCHEME', matcherCriteria: 'spiffe', parser: 'NONE', parserCriteria: '', index: 0 };
     const { ca } = await trustedCa(tc.mgmt, { externalIdClaim: claim, identityNameFormat: '[commonName]' });
     const cn = uniqueName('workload');
     const uri = `spiffe://example.test/workload/${cn}`;

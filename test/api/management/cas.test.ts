@@ -17,7 +17,7 @@ import { createTestCa, issueTestCert, registerCa, verifyCa, type TestCa } from '
 
 const tc: TestController = await startTestController();
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-const CLAIM = { location: 'COMMON_NAME', matcher: 'PREFIX', matcherCriteria: 'user-', parser: 'NONE', parserCriteria: null, index: 0 };
+const CLAIM = { location: 'COMMON_NAME', matcher: 'PREFIX', matcherCriteria: 'user-', parser: 'NONE', parserCriteria: '', index: 0 };
 
 /** Upstream renders a CA without identity roles with `identityRoles: null`; the reference does not mark it nullable. */
 const DETAIL_NULLS = { allowNullAt: ['/data/identityRoles'] };
@@ -117,6 +117,16 @@ describe('POST /cas', () => {
     assertFieldError(await tc.mgmt.post('/cas', createBody(ca, { externalIdClaim: { ...CLAIM, parser: 'SPLIT' } })), 'externalIdClaim.parserCriteria');
     assertFieldError(await tc.mgmt.post('/cas', createBody(ca, { externalIdClaim: { ...CLAIM, index: -1 } })), 'externalIdClaim.index');
     assertFieldError(await tc.mgmt.post('/cas', createBody(ca, { externalIdClaim: { ...CLAIM, location: null } })), 'externalIdClaim.location');
+    // Upstream requires every member, none null, and names the first missing in the order index, location,
+    // matcher, matcherCriteria, parser, parserCriteria; enum refusals list the values without null.
+    const allNull = await tc.mgmt.post('/cas', createBody(ca, { externalIdClaim: { index: null, location: null, matcher: null, matcherCriteria: null, parser: null, parserCriteria: null } }));
+    assertError(allNull, 400, 'COULD_NOT_VALIDATE');
+    assert.deepEqual(allNull.body.error.cause, { field: 'externalIdClaim.index', reason: 'externalIdClaim.index in body is required', value: '<nil>' });
+    const noParts = await tc.mgmt.post('/cas', createBody(ca, { externalIdClaim: { ...CLAIM, location: null, matcher: null } }));
+    assert.equal(noParts.body.error.cause.reason, 'externalIdClaim.location in body is required');
+    assertFieldError(await tc.mgmt.post('/cas', createBody(ca, { externalIdClaim: { ...CLAIM, parserCriteria: null } })), 'externalIdClaim.parserCriteria');
+    const badLocation = await tc.mgmt.post('/cas', createBody(ca, { externalIdClaim: { ...CLAIM, location: 'NOPE', matcher: 'NOPE' } }));
+    assert.equal(badLocation.body.error.cause.reason, 'externalIdClaim.location in body should be one of [COMMON_NAME SAN_URI SAN_EMAIL]');
     assert.equal(await caCount(), before);
   });
 
@@ -241,12 +251,19 @@ describe('POST /cas/{id}/verify', () => {
     const token = (await detail(id)).verificationToken as string;
     const send = (body: string, contentType = 'text/plain') => tc.mgmt.post(`/cas/${id}/verify`, undefined, { rawBody: body, contentType });
 
-    assertError(await send((await issueTestCert(ca, { subject: 'CN=not-the-token' })).certPem), 400, 'INVALID_COMMON_NAME');
-    assertError(await send((await issueTestCert(other, { subject: `CN=${token}` })).certPem), 400, 'CERTIFICATE_FAILED_VALIDATION');
+    // Upstream's causes: none for a wrong common name or an unreadable body, the x509 reason for a wrong signer.
+    const wrongName = await send((await issueTestCert(ca, { subject: 'CN=not-the-token' })).certPem);
+    assertError(wrongName, 400, 'INVALID_COMMON_NAME');
+    assert.equal(wrongName.body.error.cause, undefined);
+    const wrongSigner = await send((await issueTestCert(other, { subject: `CN=${token}` })).certPem);
+    assertError(wrongSigner, 400, 'CERTIFICATE_FAILED_VALIDATION');
+    assert.deepEqual(wrongSigner.body.error.cause, { code: 'UNHANDLED', message: 'x509: certificate signed by unknown authority' });
     const expired = await issueTestCert(ca, { subject: `CN=${token}`, notBefore: new Date(Date.now() - 10 * 86400_000), notAfter: new Date(Date.now() - 86400_000) });
     assertError(await send(expired.certPem), 400, 'CERTIFICATE_FAILED_VALIDATION');
     assertError(await tc.mgmt.post(`/cas/${id}/verify`, undefined, { rawBody: '', contentType: 'text/plain' }), 400, 'COULD_NOT_PARSE_BODY');
-    assertError(await send('hello'), 400, 'COULD_NOT_PARSE_BODY');
+    const unreadable = await send('hello');
+    assertError(unreadable, 400, 'COULD_NOT_PARSE_BODY');
+    assert.equal(unreadable.body.error.cause, undefined);
     assertError(await send('-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n'), 400, 'COULD_NOT_PARSE_BODY');
     assertError(await send('-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n'), 400, 'EXPECTED_PEM_CERTIFICATE');
     assertError(await send('-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n'), 400, 'COULD_NOT_PARSE_DER_BLOCK');
