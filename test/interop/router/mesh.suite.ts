@@ -167,7 +167,7 @@ describe('a mesh of four routers: two paths from A to C', () => {
     zitiCli(['edge', 'create', 'edge-router-policy', 'mesh-client-a', '--edge-router-roles', '#mesh-a', '--identity-roles', '#mesh-clients,#mesh-hosts-a']);
     zitiCli(['edge', 'create', 'edge-router-policy', 'mesh-host-c', '--edge-router-roles', '#mesh-c', '--identity-roles', '#mesh-hosts-c']);
     zitiCli(['edge', 'create', 'service-edge-router-policy', 'mesh-all', '--edge-router-roles', '#all', '--service-roles', '@mesh-echo']);
-    hostC = startProcess('mesh-host-c', sdkecho, ['host', hostCFile, 'mesh-echo']);
+    hostC = startProcess('mesh-host-c', sdkecho, ['host', hostCFile, 'mesh-echo'], { stdin: true });
     await hostC.waitForLine('bound', BIND_WITHIN_MS);
     client = sessionPeer('mesh-client', clientFile, 'mesh-echo');
     await client.waitForLine('ready', 30_000);
@@ -230,8 +230,14 @@ describe('a mesh of four routers: two paths from A to C', () => {
     assert.equal(await routeOfNewCircuit(), 'ABC');
   });
 
+  /** Changes a host's terminator through its SDK and router, then waits until REST shows the new value. */
+  async function hostTerminator(host: PeerProcess, terminatorId: string, field: 'cost' | 'precedence', value: number | string): Promise<void> {
+    assert.equal(await host.ask(`${field} ${value}`, 30_000, /^(cost|precedence|error) /), `${field} ${value}`);
+    await waitFor(async () => ((await admin.data(`/terminators/${terminatorId}`)) as any)[field] === value || undefined, 10_000, { what: `terminator ${field} ${value}` });
+  }
+
   it('two hosts of one service: near first, spread at random, required wins, failover; both listed', async () => {
-    hostA = startProcess('mesh-host-a', sdkecho, ['host', hostAFile, 'mesh-echo']);
+    hostA = startProcess('mesh-host-a', sdkecho, ['host', hostAFile, 'mesh-echo'], { stdin: true });
     await hostA.waitForLine('bound', BIND_WITHIN_MS);
     // `host` prints "bound" once the service has any terminator, and C's already counts: wait for A's own.
     const termsOf = async () => (await admin.data(`/terminators?filter=${encodeURIComponent('service.name = "mesh-echo"')}`)) as any[];
@@ -257,13 +263,14 @@ describe('a mesh of four routers: two paths from A to C', () => {
     assert.equal((await admin.request('PATCH', `/services/${serviceId}`, { terminatorStrategy: 'smartrouting' })).status, 200);
     const terms = (await admin.data(`/terminators?filter=${encodeURIComponent(`service = "${serviceId}"`)}`)) as any[];
     const onC = terms.find((t) => t.routerId === routers.C.handle.id);
-    assert.equal((await admin.request('PATCH', `/terminators/${onC.id}`, { precedence: 'required' })).status, 200);
+    // A router's terminator is its SDK's to change (REST may not update it, as upstream): the host asks its router.
+    await hostTerminator(hostC, onC.id, 'precedence', 'required');
     const req = { a: closes(hostA), c: closes(hostC) };
     for (let i = 0; i < 4; i++) assert.equal(await client.ask('dial 1', 60_000), 'ok 1');
     await waitFor(() => closes(hostC) - req.c === 4 || undefined, 10_000, { what: 'every dial at the required host (C)' });
     assert.equal(closes(hostA) - req.a, 0);
 
-    assert.equal((await admin.request('PATCH', `/terminators/${onC.id}`, { precedence: 'default' })).status, 200);
+    await hostTerminator(hostC, onC.id, 'precedence', 'default');
     await hostA.stop();
     await waitFor(async () => (((await admin.data(`/terminators?filter=${encodeURIComponent(`service = "${serviceId}"`)}`)) as any[]).length === 1) || undefined, 10_000);
     const fail = closes(hostC);
@@ -273,7 +280,7 @@ describe('a mesh of four routers: two paths from A to C', () => {
   });
 
   it('weighted and sticky honour terminator costs: the costly host gets no dials, a sticky dialer keeps its host', async () => {
-    hostA = startProcess('mesh-host-a-again', sdkecho, ['host', hostAFile, 'mesh-echo']);
+    hostA = startProcess('mesh-host-a-again', sdkecho, ['host', hostAFile, 'mesh-echo'], { stdin: true });
     await hostA.waitForLine('bound', BIND_WITHIN_MS);
     const serviceId = ((await admin.data(`/services?filter=${encodeURIComponent('name = "mesh-echo"')}`)) as any[])[0].id;
     const terms = await waitFor(async () => {
@@ -290,8 +297,8 @@ describe('a mesh of four routers: two paths from A to C', () => {
       assert.equal(res.status, 200, JSON.stringify(res.body));
     };
     const costs = async (a: number, c: number) => {
-      await patch(`/terminators/${terms.a.id}`, { cost: a });
-      await patch(`/terminators/${terms.c.id}`, { cost: c });
+      await hostTerminator(hostA!, terms.a.id, 'cost', a);
+      await hostTerminator(hostC, terms.c.id, 'cost', c);
     };
     /** Runs `dials` commands; all of them must land on `host` (the other host gets none). */
     const allAt = async (host: PeerProcess, other: PeerProcess, dials: Array<() => Promise<void>>, what: string) => {

@@ -5,6 +5,8 @@
 //
 // Two more modes for tests that need one SDK context across several steps:
 //
+//   - `host` also reads `cost <n>` and `precedence <default|required|failed>` from stdin when it has one, and
+//     changes its own terminator through the router as an SDK does (see hostCommands).
 //   - `bind <identity.json> <service> <seconds>` binds like `host` but waits until the router has accepted the
 //     bind (one established listener) and fails with the SDK's error if that does not happen within <seconds>;
 //     then prints "bound" and echoes like `host`.
@@ -68,7 +70,45 @@ func host(identityFile, service string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	fmt.Println("bound")
+	go hostCommands(listener)
 	serve(listener)
+}
+
+// hostCommands changes the host's own terminator through its router, as an SDK does: `cost <n>` and
+// `precedence <default|required|failed>` from stdin, each answered "cost <n>" / "precedence <p>" once the router
+// took it, or "error <what>: <the SDK's error>". Without stdin (the usual `host`) it ends at once.
+func hostCommands(listener edge.Listener) {
+	precedences := map[string]edge.Precedence{"default": edge.PrecedenceDefault, "required": edge.PrecedenceRequired, "failed": edge.PrecedenceFailed}
+	lines := bufio.NewScanner(os.Stdin)
+	for lines.Scan() {
+		fields := strings.Fields(lines.Text())
+		if len(fields) != 2 {
+			continue
+		}
+		switch fields[0] {
+		case "cost":
+			cost, err := strconv.ParseUint(fields[1], 10, 16)
+			if err == nil {
+				err = listener.UpdateCost(uint16(cost))
+			}
+			if err != nil {
+				fmt.Printf("error cost: %v\n", err)
+			} else {
+				fmt.Printf("cost %d\n", cost)
+			}
+		case "precedence":
+			precedence, known := precedences[fields[1]]
+			var err error = fmt.Errorf("unknown precedence %q", fields[1])
+			if known {
+				err = listener.UpdatePrecedence(precedence)
+			}
+			if err != nil {
+				fmt.Printf("error precedence: %v\n", err)
+			} else {
+				fmt.Printf("precedence %s\n", fields[1])
+			}
+		}
+	}
 }
 
 // serve echoes every line of every accepted connection back prefixed with "echo:"; "peer closed" when a dialer
