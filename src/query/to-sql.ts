@@ -155,11 +155,11 @@ function compileCompare(condition: Condition & { kind: 'compare' }, ctx: Context
     left = dialect.upper(left);
     right = dialect.upperLiteral(right);
   }
-  return settle(comparison(left, op, param(right), dialect), NULL_MEANS_TRUE.has(op), ctx);
+  return settle(comparison(left, op, dialect.literal(right), dialect), NULL_MEANS_TRUE.has(op), ctx);
 }
 
 /** The bare comparison, NULL when the left side is NULL. */
-function comparison(left: Sql, op: CompareOp, right: Param, dialect: Dialect): Sql {
+function comparison(left: Sql, op: CompareOp, right: Sql, dialect: Dialect): Sql {
   switch (op) {
     case 'contains':
       return dialect.contains(left, sql`${right}`);
@@ -181,7 +181,7 @@ function compileDatetimeCompare(source: Source, op: CompareOp, value: DatetimeVa
   if (!value.exact && op === '=') return dialect.falseSql;
   if (!value.exact && op === '!=') return dialect.trueSql;
   const bound = op === '<' || op === '>=' ? value.ceil : value.floor;
-  return settle(comparison(readSource(source, 'datetime', ctx), op, param(bound), dialect), NULL_MEANS_TRUE.has(op), ctx);
+  return settle(comparison(readSource(source, 'datetime', ctx), op, dialect.literal(bound), dialect), NULL_MEANS_TRUE.has(op), ctx);
 }
 
 function compileIn(condition: Condition & { kind: 'in' }, ctx: Context): Sql {
@@ -189,7 +189,7 @@ function compileIn(condition: Condition & { kind: 'in' }, ctx: Context): Sql {
   const bound = condition.values.flatMap(boundForEquality);
   if (bound.length === 0) return dialect.falseSql;
   const left = readSource(condition.source, condition.family, ctx);
-  const list = joinSql(bound.map((v) => sql`${param(v)}`), ', ');
+  const list = joinSql(bound.map((v) => dialect.literal(v)), ', ');
   return settle(sql`(${left} IN (${list}))`, false, ctx);
 }
 
@@ -204,6 +204,6 @@ function compileBetween(condition: Condition & { kind: 'between' }, ctx: Context
   const { source, lower, upper } = condition;
   const boundOf = (value: Value) => (value.family === 'datetime' ? value.value.ceil : value.value);
   const left = readSource(source, lower.family, ctx);
-  const range = sql`(${left} >= ${param(boundOf(lower))} AND ${left} < ${param(boundOf(upper))})`;
+  const range = sql`(${left} >= ${ctx.dialect.literal(boundOf(lower))} AND ${left} < ${ctx.dialect.literal(boundOf(upper))})`;
   return settle(range, false, ctx);
 }

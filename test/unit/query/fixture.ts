@@ -6,8 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { ApiError, type ErrorCode } from '../../../src/errors.ts';
 import { compileListQuery, type CompiledQuery, type ListParams, type SymbolTable } from '../../../src/query/index.ts';
+import { positionalParameters, postgresDialect } from '../../../src/query/dialect.ts';
 
 export const table: SymbolTable = {
   idSql: 'e.id',
@@ -100,4 +102,38 @@ export function assertRejects(params: ListParams, code: ErrorCode, message: stri
       return true;
     },
   );
+}
+
+/**
+ * The same rows in a PostgreSQL database, in the schema postgresDialect expects (bools SMALLINT, datetimes TEXT,
+ * maps JSONB), and the same ways to run compiled queries against them.
+ */
+export async function createPostgresFixture(url: string) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query(`
+    CREATE TABLE items (id TEXT PRIMARY KEY, name TEXT, cost BIGINT, ratio DOUBLE PRECISION, is_admin SMALLINT, created_at TEXT,
+      updated_at TEXT, external_id TEXT, type BIGINT, service_name TEXT, secret TEXT, tags JSONB);
+    CREATE TABLE role_attributes (entity_id TEXT NOT NULL, kind TEXT NOT NULL, attribute TEXT NOT NULL);
+  `);
+  for (const [id, name, cost, ratio, isAdmin, createdAt, updatedAt, externalId, type, serviceName, tags, roles, identityRoles = []] of ROWS) {
+    await client.query('INSERT INTO items VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, $11)', [
+      id, name, cost, ratio, isAdmin, createdAt, updatedAt, externalId, type, serviceName, tags,
+    ]);
+    for (const role of roles) await client.query("INSERT INTO role_attributes VALUES ($1, 'attr', $2)", [id, role]);
+    for (const role of identityRoles) await client.query("INSERT INTO role_attributes VALUES ($1, 'identity', $2)", [id, role]);
+  }
+  async function run(compiled: CompiledQuery, page = true): Promise<string[]> {
+    const paging = page ? ` LIMIT ${compiled.unlimited ? 'ALL' : compiled.limit} OFFSET ${compiled.offset}` : '';
+    const text = positionalParameters(`SELECT id FROM items e WHERE ${compiled.where} ORDER BY ${compiled.orderBy}${paging}`);
+    const result = await client.query(text, compiled.params as unknown[]);
+    return result.rows.map((row: { id: string }) => row.id);
+  }
+  return {
+    client,
+    run,
+    compile: (params: ListParams) => compileListQuery(table, params, postgresDialect),
+    matching: (filter: string, params: Omit<ListParams, 'filter'> = {}) => run(compileListQuery(table, { ...params, filter }, postgresDialect), false),
+    close: () => client.end(),
+  };
 }

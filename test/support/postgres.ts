@@ -1,0 +1,67 @@
+/**
+ * A private PostgreSQL cluster for tests: initdb in a temporary directory, started on a free loopback port with
+ * trust authentication for its own superuser `portcullis`, one database, stopped and removed at the end. The
+ * server's programs come from PORTCULLIS_PG_BIN, else the newest Debian install (`/usr/lib/postgresql/<N>/bin`),
+ * else the PATH. PostgreSQL refuses to run as root: under root the cluster belongs to the `postgres` system user
+ * (created by Debian's package) and its programs run through `runuser`.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { freePort } from './controller.ts';
+
+export interface TestPostgres {
+  /** `postgres://portcullis@127.0.0.1:<port>/portcullis_test` */
+  url: string;
+  stop(): Promise<void>;
+}
+
+function serverBinaries(): string {
+  if (process.env.PORTCULLIS_PG_BIN) return process.env.PORTCULLIS_PG_BIN;
+  const debian = '/usr/lib/postgresql';
+  if (existsSync(debian)) {
+    const versions = readdirSync(debian).filter((v) => /^\d+$/.test(v) && existsSync(join(debian, v, 'bin', 'initdb')));
+    versions.sort((a, b) => Number(b) - Number(a));
+    if (versions.length > 0) return join(debian, versions[0]!, 'bin');
+  }
+  const found = spawnSync('sh', ['-c', 'command -v initdb'], { encoding: 'utf8' }).stdout.trim();
+  if (found) return join(found, '..');
+  throw new Error('PostgreSQL server programs (initdb, pg_ctl) were not found: install Debian\'s postgresql package or set PORTCULLIS_PG_BIN');
+}
+
+export async function startTestPostgres(): Promise<TestPostgres> {
+  const bin = serverBinaries();
+  const asRoot = process.getuid?.() === 0;
+  const dir = mkdtempSync(join(tmpdir(), 'portcullis-pg-'));
+  if (asRoot) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+    chownSync(dir, uid, gid);
+  }
+  const run = (program: string, args: string[]) => {
+    const [command, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', join(bin, program), ...args]] : [join(bin, program), args];
+    const result = spawnSync(command, argv, { encoding: 'utf8' });
+    if (result.status !== 0) throw new Error(`${program} failed (${result.status}): ${result.stderr || result.stdout}`);
+  };
+  const data = join(dir, 'data');
+  run('initdb', ['-D', data, '-A', 'trust', '-U', 'portcullis', '--encoding=UTF8', '--locale=C.UTF-8', '--no-sync']);
+  const port = await freePort();
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
+  run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', options, '-w', '-t', '60', 'start']);
+  const admin = new pg.Client({ host: '127.0.0.1', port, user: 'portcullis', database: 'postgres' });
+  await admin.connect();
+  await admin.query('CREATE DATABASE portcullis_test');
+  await admin.end();
+  return {
+    url: `postgres://portcullis@127.0.0.1:${port}/portcullis_test`,
+    async stop() {
+      try {
+        run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
