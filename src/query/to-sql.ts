@@ -10,7 +10,7 @@
  */
 import type { DatetimeValue } from './datetime.ts';
 import type { Dialect } from './dialect.ts';
-import { joinSql, param, sql, trusted, type Param, type Sql } from './sql.ts';
+import { joinSql, sql, trusted, type Sql } from './sql.ts';
 import type { ScalarType, SetSymbol, SymbolTable } from './symbols.ts';
 import type { CompareOp, Condition, Family, Source, Value } from './typed.ts';
 
