@@ -10,6 +10,7 @@ and says why; nothing else is excluded. Every one was checked against the upstre
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -78,6 +79,12 @@ _NIL_WHEN_UNSET = [
 
 _ANY_SCALAR = {"type": ["string", "number", "boolean", "null"]}
 
+# An operating system entry as responses carry it: the shared operatingSystem definition with `versions` nullable
+# (upstream sends null for an entry without versions); the shared definition itself stays strict for requests.
+_OS_ENTRY_RESPONSE = {"$ref": None, "type": "object", "required": ["type", "versions"], "properties": {
+    "type": {"$ref": "#/definitions/osType"},
+    "versions": {"type": "array", "items": {"type": "string"}, "x-nullable": True}}}
+
 SPEC_PATCHES: list[SpecPatch] = [
     SpecPatch(BOTH, "/definitions/link/properties/href", {"format": "uri-reference"},
               "every `_links` href is relative (`./identities/x`), upstream's as well; the spec says `format: uri`, "
@@ -105,9 +112,7 @@ SPEC_PATCHES: list[SpecPatch] = [
               "an edge router's appData is typed `tags`, but upstream stores and returns numbers there as well "
               "(nested values are refused), and so does Portcullis."),
     SpecPatch(MGMT, "/definitions/postureCheckTypeDetail/allOf/1/properties/operatingSystems/items",
-              {"$ref": None, "type": "object", "required": ["type", "versions"], "properties": {
-                  "type": {"$ref": "#/definitions/osType"},
-                  "versions": {"type": "array", "items": {"type": "string"}, "x-nullable": True}}},
+              _OS_ENTRY_RESPONSE,
               "built-in posture check types list operating systems without versions (null), as upstream does; the "
               "shared operatingSystem definition stays strict for request bodies, this copy is for the response."),
     SpecPatch(BOTH, "/definitions/apiSessionDetail/allOf/1", {},
@@ -124,9 +129,7 @@ SPEC_PATCHES: list[SpecPatch] = [
               "a PROCESS posture check without hashes reads `hashes: null`, as upstream; the shared process "
               "definition stays strict for request bodies, this copy is for the response."),
     SpecPatch(MGMT, "/definitions/postureCheckOperatingSystemDetail/allOf/1/properties/operatingSystems/items",
-              {"$ref": None, "type": "object", "required": ["type", "versions"], "properties": {
-                  "type": {"$ref": "#/definitions/osType"},
-                  "versions": {"type": "array", "items": {"type": "string"}, "x-nullable": True}}},
+              _OS_ENTRY_RESPONSE,
               "an OS posture check entry without versions reads `versions: null`, as upstream; the shared "
               "operatingSystem definition stays strict for request bodies, this copy is for the response."),
 ] + [
@@ -160,7 +163,7 @@ def apply_spec_patches(api: str, document: dict) -> None:
             if value is None:
                 node.pop(key, None)
             else:
-                node[key] = value
+                node[key] = copy.deepcopy(value)  # patches may share a value; each place gets its own
         if patch.drop_required:
             missing = [name for name in patch.drop_required if name not in node.get("required", [])]
             if missing:
