@@ -36,7 +36,7 @@ const started = performance.now();
 if (workers === 1) {
   const controller = await startController(config);
   const stop = () => {
-    controller.stop().finally(() => process.exit(0));
+    void controller.stop().finally(() => process.exit(0));
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
@@ -46,7 +46,7 @@ if (workers === 1) {
 } else if (cluster.isWorker) {
   const controller = await startController(config, { firstStart: false, workerId: String(cluster.worker!.id) });
   const stop = () => {
-    controller.stop().finally(() => process.exit(0));
+    void controller.stop().finally(() => process.exit(0));
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);

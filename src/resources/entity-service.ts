@@ -4,8 +4,7 @@
  * fields), runs each write in one transaction, and lets a resource add its own rules through hooks
  * instead of growing flags here.
  */
-import type { Db } from '../store/database.ts';
-import { withTransaction, readTx, type Tx } from '../store/transaction.ts';
+import type { Store, Tx } from '../store/store.ts';
 import { deleteEntity, getEntity, insertEntity, listEntities, updateEntity, type Values } from '../store/entity-table.ts';
 import { compileListQuery, type ListParams } from '../query/index.ts';
 import { filterableFields } from '../query/symbols.ts';
@@ -36,14 +35,14 @@ export type WriteMode = 'create' | 'put' | 'patch';
 
 export interface EntityHooks {
   /** Validate and normalize a create; may throw ApiError. */
-  beforeCreate?(tx: Tx, values: Values, body: Record<string, unknown>): void;
+  beforeCreate?(tx: Tx, values: Values, body: Record<string, unknown>): Promise<void> | void;
   /** Validate and normalize an update; `existing` is the stored record. */
-  beforeUpdate?(tx: Tx, existing: Values, changes: Values, mode: 'put' | 'patch', body: Record<string, unknown>): void;
+  beforeUpdate?(tx: Tx, existing: Values, changes: Values, mode: 'put' | 'patch', body: Record<string, unknown>): Promise<void> | void;
   /** After the row was written; `changes` holds only the fields that were set. */
-  afterUpdate?(tx: Tx, existing: Values, changes: Values, mode: 'put' | 'patch'): void;
-  beforeDelete?(tx: Tx, existing: Values): void;
-  afterCreate?(tx: Tx, values: Values, body: Record<string, unknown>): void;
-  afterDelete?(tx: Tx, existing: Values): void;
+  afterUpdate?(tx: Tx, existing: Values, changes: Values, mode: 'put' | 'patch'): Promise<void> | void;
+  beforeDelete?(tx: Tx, existing: Values): Promise<void> | void;
+  afterCreate?(tx: Tx, values: Values, body: Record<string, unknown>): Promise<void> | void;
+  afterDelete?(tx: Tx, existing: Values): Promise<void> | void;
   newId?(): string;
 }
 
@@ -79,11 +78,11 @@ function requireName(values: Values, mode: WriteMode): void {
   if (typeof name !== 'string' || name.trim() === '') throw fieldError('name', 'name is required', name ?? '');
 }
 
-export function createEntityService(resource: Resource, db: Db, hooks: EntityHooks = {}, clock: Clock = systemClock) {
+export function createEntityService(resource: Resource, store: Store, hooks: EntityHooks = {}, clock: Clock = systemClock) {
   const hasName = 'name' in resource.fields;
 
-  function list(req: ListRequest, extraWhere?: { sql: string; params: unknown[] }): ListResult {
-    const q = compileListQuery(resource.symbols, req);
+  async function list(req: ListRequest, extraWhere?: { sql: string; params: unknown[] }): Promise<ListResult> {
+    const q = compileListQuery(resource.symbols, req, store.dialect);
     const where: string[] = [q.where];
     const params: unknown[] = [...q.params];
     if (req.roleFilter && req.roleFilter.length > 0 && resource.attributes) {
@@ -95,7 +94,7 @@ export function createEntityService(resource: Resource, db: Db, hooks: EntityHoo
       where.unshift(extraWhere.sql);
       params.unshift(...extraWhere.params);
     }
-    const { items, totalCount } = listEntities(readTx(db), resource.decl, {
+    const { items, totalCount } = await listEntities(store, resource.decl, {
       where: where.map((w) => `(${w})`).join(' AND '),
       params,
       orderBy: q.orderBy,
@@ -109,47 +108,47 @@ export function createEntityService(resource: Resource, db: Db, hooks: EntityHoo
     };
   }
 
-  function find(id: string): Values | undefined {
-    return getEntity(readTx(db), resource.decl, id);
+  function find(id: string): Promise<Values | undefined> {
+    return getEntity(store, resource.decl, id);
   }
 
-  function get(id: string): Values {
-    return assertFound(find(id), resource.singular, id);
+  async function get(id: string): Promise<Values> {
+    return assertFound(await find(id), resource.singular, id);
   }
 
   /** `extra` carries stored values the service derived itself (e.g. a password hash). */
-  function create(body: Record<string, unknown>, extra: Values = {}): string {
+  async function create(body: Record<string, unknown>, extra: Values = {}): Promise<string> {
     const now = isoNow(clock);
     const values = { ...valuesFromBody(resource, body, 'create'), ...extra };
     if (hasName) requireName(values, 'create');
     values.id = hooks.newId ? hooks.newId() : newEntityId();
     values.createdAt = now;
     values.updatedAt = now;
-    withTransaction(db, (tx) => {
-      hooks.beforeCreate?.(tx, values, body);
-      insertEntity(tx, resource.decl, values);
-      hooks.afterCreate?.(tx, values, body);
+    await store.write(async (tx) => {
+      await hooks.beforeCreate?.(tx, values, body);
+      await insertEntity(tx, resource.decl, values);
+      await hooks.afterCreate?.(tx, values, body);
     });
     return values.id as string;
   }
 
-  function update(id: string, body: Record<string, unknown>, mode: 'put' | 'patch', extra: Values = {}): void {
+  async function update(id: string, body: Record<string, unknown>, mode: 'put' | 'patch', extra: Values = {}): Promise<void> {
     const changes = { ...valuesFromBody(resource, body, mode), ...extra };
     if (hasName) requireName(changes, mode);
-    withTransaction(db, (tx) => {
-      const existing = assertFound(getEntity(tx, resource.decl, id), resource.singular, id);
-      hooks.beforeUpdate?.(tx, existing, changes, mode, body);
-      updateEntity(tx, resource.decl, id, changes, isoNow(clock));
-      hooks.afterUpdate?.(tx, existing, changes, mode);
+    await store.write(async (tx) => {
+      const existing = assertFound(await getEntity(tx, resource.decl, id), resource.singular, id);
+      await hooks.beforeUpdate?.(tx, existing, changes, mode, body);
+      await updateEntity(tx, resource.decl, id, changes, isoNow(clock));
+      await hooks.afterUpdate?.(tx, existing, changes, mode);
     });
   }
 
-  function remove(id: string): void {
-    withTransaction(db, (tx) => {
-      const existing = assertFound(getEntity(tx, resource.decl, id), resource.singular, id);
-      hooks.beforeDelete?.(tx, existing);
-      deleteEntity(tx, resource.decl, id);
-      hooks.afterDelete?.(tx, existing);
+  async function remove(id: string): Promise<void> {
+    await store.write(async (tx) => {
+      const existing = assertFound(await getEntity(tx, resource.decl, id), resource.singular, id);
+      await hooks.beforeDelete?.(tx, existing);
+      await deleteEntity(tx, resource.decl, id);
+      await hooks.afterDelete?.(tx, existing);
     });
   }
 

@@ -5,7 +5,7 @@
  * reads) and to a side table (indexed filters and policy matching), always in the same transaction.
  */
 import type { Db, Statement } from './database.ts';
-import type { Tx } from './transaction.ts';
+import type { Sql, Tx } from './store.ts';
 import { mapConstraintError } from './sqlite-errors.ts';
 import { listCacheSlot, packRowids, MAX_CACHED_ROWS, type ListCacheSlot } from './list-cache.ts';
 
@@ -104,15 +104,15 @@ function normalizeAttributes(list: unknown): string[] {
   return [...new Set(list.map(String))].sort();
 }
 
-function writeAttributes(tx: Tx, decl: EntityTableDecl, id: string, list: string[]): void {
+async function writeAttributes(tx: Tx, decl: EntityTableDecl, id: string, list: string[]): Promise<void> {
   const a = decl.attributes!;
-  prepare(tx.db, `DELETE FROM ${a.table} WHERE ${a.ownerColumn} = ?`).run(id);
-  const insert = prepare(tx.db, `INSERT INTO ${a.table} (${a.ownerColumn}, ${a.valueColumn}) VALUES (?, ?)`);
-  for (const value of list) insert.run(id, value);
+  await tx.run(`DELETE FROM ${a.table} WHERE ${a.ownerColumn} = ?`, [id]);
+  const insert = `INSERT INTO ${a.table} (${a.ownerColumn}, ${a.valueColumn}) VALUES (?, ?)`;
+  for (const value of list) await tx.run(insert, [id, value]);
 }
 
 /** Inserts a record. `values` must carry id, createdAt and updatedAt. */
-export function insertEntity(tx: Tx, decl: EntityTableDecl, values: Values): void {
+export async function insertEntity(tx: Tx, decl: EntityTableDecl, values: Values): Promise<void> {
   const cols = allColumns(decl);
   const attrField = decl.attributes?.field;
   const row = { ...values };
@@ -121,15 +121,15 @@ export function insertEntity(tx: Tx, decl: EntityTableDecl, values: Values): voi
   const fields = Object.keys(row).filter((f) => cols[f] && row[f] !== undefined);
   const sql = `INSERT INTO ${decl.table} (${fields.map((f) => cols[f].column).join(', ')}) VALUES (${fields.map(() => '?').join(', ')})`;
   try {
-    prepare(tx.db, sql).run(...fields.map((f) => encode(cols[f].kind, row[f])));
+    await tx.run(sql, fields.map((f) => encode(cols[f].kind, row[f])));
   } catch (err) {
     throw mapConstraintError(err, decl, row);
   }
-  if (attrField) writeAttributes(tx, decl, values.id as string, row[attrField] as string[]);
+  if (attrField) await writeAttributes(tx, decl, values.id as string, row[attrField] as string[]);
 }
 
 /** Updates the given fields of a record and refreshes updatedAt; returns false when it does not exist. */
-export function updateEntity(tx: Tx, decl: EntityTableDecl, id: string, changes: Values, now: string): boolean {
+export async function updateEntity(tx: Tx, decl: EntityTableDecl, id: string, changes: Values, now: string): Promise<boolean> {
   const cols = allColumns(decl);
   const attrField = decl.attributes?.field;
   const row: Values = { ...changes, updatedAt: now };
@@ -139,36 +139,29 @@ export function updateEntity(tx: Tx, decl: EntityTableDecl, id: string, changes:
   const sql = `UPDATE ${decl.table} SET ${fields.map((f) => `${cols[f].column} = ?`).join(', ')} WHERE id = ?`;
   let changed: number;
   try {
-    changed = prepare(tx.db, sql).run(...fields.map((f) => encode(cols[f].kind, row[f])), id).changes;
+    changed = (await tx.run(sql, [...fields.map((f) => encode(cols[f].kind, row[f])), id])).changes;
   } catch (err) {
     throw mapConstraintError(err, decl, row);
   }
-  if (changed > 0 && attrField && attrField in row) writeAttributes(tx, decl, id, row[attrField] as string[]);
+  if (changed > 0 && attrField && attrField in row) await writeAttributes(tx, decl, id, row[attrField] as string[]);
   return changed > 0;
 }
 
-export function getEntity(tx: Tx, decl: EntityTableDecl, id: string): Values | undefined {
-  const row = prepare(tx.db, `SELECT * FROM ${decl.table} WHERE id = ?`).get(id) as Record<string, unknown> | undefined;
+export async function getEntity(q: Sql, decl: EntityTableDecl, id: string): Promise<Values | undefined> {
+  const row = await q.get(`SELECT * FROM ${decl.table} WHERE id = ?`, [id]);
   return row ? decodeRow(decl, row) : undefined;
 }
 
-export function deleteEntity(tx: Tx, decl: EntityTableDecl, id: string): boolean {
+export async function deleteEntity(tx: Tx, decl: EntityTableDecl, id: string): Promise<boolean> {
   try {
-    return prepare(tx.db, `DELETE FROM ${decl.table} WHERE id = ?`).run(id).changes > 0;
+    return (await tx.run(`DELETE FROM ${decl.table} WHERE id = ?`, [id])).changes > 0;
   } catch (err) {
     throw mapConstraintError(err, decl, { id });
   }
 }
 
-export interface PageQuery {
-  /** SQL predicate over alias `e` (already parameterized). */
-  where: string;
-  params: unknown[];
-  orderBy: string;
-  /** -1 = unlimited. */
-  limit: number;
-  offset: number;
-}
+export type { PageQuery } from './store.ts';
+import type { PageQuery } from './store.ts';
 
 const rowidTables = new WeakMap<Db, Map<string, boolean>>();
 
@@ -254,7 +247,7 @@ function cachedPage(db: Db, source: string, q: PageQuery, slot: ListCacheSlot): 
 }
 
 /** One page of decoded records plus the total number of matching rows. */
-export function listEntities(tx: Tx, decl: EntityTableDecl, q: PageQuery): { items: Values[]; totalCount: number } {
-  const { rows, totalCount } = selectPage(tx.db, decl.table, q);
+export async function listEntities(q: Sql, decl: EntityTableDecl, page: PageQuery): Promise<{ items: Values[]; totalCount: number }> {
+  const { rows, totalCount } = await q.page(decl.table, page);
   return { items: rows.map((r) => decodeRow(decl, r)), totalCount };
 }

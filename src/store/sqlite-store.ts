@@ -1,0 +1,169 @@
+/**
+ * The embedded store: SQLite through better-sqlite3, synchronous underneath. Every call runs at once and
+ * returns a settled promise, so the interface costs a microtask, not a thread hop.
+ *
+ * Two connections to the one file: writes (and reads inside them) go to the writer, everything else to the
+ * reader. In WAL mode the reader sees exactly what has committed, so a read never sees an open transaction's
+ * rows, whatever another request is doing. Write transactions are queued in the process (one at a time on the
+ * writer) and, across processes, serialized by SQLite's own write lock (BEGIN IMMEDIATE).
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import { sqliteDialect } from '../query/dialect.ts';
+import { closeDatabase, openDatabase, type Db, type OpenOptions } from './database.ts';
+import { prepare, selectPage } from './entity-table.ts';
+import { tableVersions } from './table-versions.ts';
+import { createWalFlusher, type WalFlusher } from './wal-flush.ts';
+import type { PageQuery, PageRows, Params, Row, RunResult, Sql, Store, Tx, VersionedTable } from './store.ts';
+
+export interface SqliteStore extends Store {
+  readonly kind: 'sqlite';
+  /** The write connection (the SQLite backend's own code, migrations and tests only). */
+  readonly db: Db;
+  /** The read connection (the same as `db` for an in-memory database). */
+  readonly reader: Db;
+  readonly flusher: WalFlusher | undefined;
+}
+
+export interface SqliteStoreOptions extends OpenOptions {
+  /** Flush the WAL before answers (default true for a file). */
+  flush?: boolean;
+}
+
+/** SQL run on one connection. */
+function runner(db: Db, inWrite: boolean): Sql {
+  const stmt = (sql: string): BetterSqlite3.Statement => prepare(db, sql);
+  return {
+    dialect: sqliteDialect,
+    inWrite,
+    get: <T>(sql: string, params: Params = []) => Promise.resolve(stmt(sql).get(...params) as T | undefined),
+    all: <T>(sql: string, params: Params = []) => Promise.resolve(stmt(sql).all(...params) as T[]),
+    value: <T>(sql: string, params: Params = []) => {
+      const s = stmt(sql);
+      const row = s.raw(true).get(...params) as unknown[] | undefined;
+      s.raw(false);
+      return Promise.resolve(row?.[0] as T | undefined);
+    },
+    column: <T>(sql: string, params: Params = []) => {
+      const s = stmt(sql);
+      const rows = s.raw(true).all(...params) as unknown[][];
+      s.raw(false);
+      return Promise.resolve(rows.map((r) => r[0] as T));
+    },
+    run: (sql: string, params: Params = []): Promise<RunResult> => Promise.resolve({ changes: stmt(sql).run(...params).changes }),
+    page: (source: string, q: PageQuery): Promise<PageRows> => Promise.resolve(selectPage(db, source, { ...q, params: [...q.params] })),
+  };
+}
+
+/** A FIFO lock held across awaits. */
+function createQueue() {
+  let tail: Promise<void> = Promise.resolve();
+  let held = false;
+  return {
+    get held() {
+      return held;
+    },
+    async acquire(): Promise<() => void> {
+      const previous = tail;
+      let release!: () => void;
+      tail = new Promise<void>((resolve) => (release = resolve));
+      await previous;
+      held = true;
+      return () => {
+        held = false;
+        release();
+      };
+    },
+  };
+}
+
+export function openSqliteStore(file: string, options: SqliteStoreOptions = {}): SqliteStore {
+  const db = openDatabase(file, options);
+  const reader = file === ':memory:' ? db : openDatabase(file, options);
+  const flusher = file !== ':memory:' && options.flush !== false ? createWalFlusher(db) : undefined;
+  const readSql = runner(reader, false);
+  const writeSql = runner(db, true);
+  const writes = createQueue();
+  const snapshots = createQueue();
+
+  async function write<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    const release = await writes.acquire();
+    const hooks: Array<() => void> = [];
+    const rollbacks: Array<() => void> = [];
+    const tx: Tx = { ...writeSql, afterCommit: (fn) => hooks.push(fn), onRollback: (fn) => rollbacks.push(fn) };
+    let result: T;
+    try {
+      db.exec('BEGIN IMMEDIATE');
+      try {
+        result = await work(tx);
+        db.exec('COMMIT');
+      } catch (err) {
+        if (db.inTransaction) db.exec('ROLLBACK');
+        for (const fn of rollbacks) fn();
+        throw err;
+      }
+    } finally {
+      release();
+    }
+    for (const hook of hooks) hook();
+    return result;
+  }
+
+  async function snapshot<T>(work: (q: Sql) => Promise<T>): Promise<T> {
+    if (reader === db) return work(db.inTransaction ? writeSql : readSql);
+    const release = await snapshots.acquire();
+    try {
+      reader.exec('BEGIN');
+      try {
+        return await work(readSql);
+      } finally {
+        if (reader.inTransaction) reader.exec('COMMIT');
+      }
+    } finally {
+      release();
+    }
+  }
+
+  function versions(tables: readonly VersionedTable[]): () => Promise<string> {
+    const onReader = tableVersions(reader, tables);
+    return () => Promise.resolve(onReader());
+  }
+
+  function versioned<T>(tables: readonly VersionedTable[], build: (q: Sql) => Promise<T>): (q?: Sql) => Promise<T> {
+    const version = versions(tables);
+    const onWriter = tableVersions(db, tables);
+    let kept: { value: T; at: string } | undefined;
+    return async (q?: Sql) => {
+      if (q?.inWrite) {
+        // Built from the open transaction's view; its counters may still roll back, so it is not kept.
+        return build(q);
+      }
+      if (kept !== undefined && kept.at === (await version())) return kept.value;
+      const fresh = await snapshot(async (s) => {
+        const at = reader === db ? onWriter() : await version();
+        return { at, value: await build(s) };
+      });
+      kept = fresh;
+      return fresh.value;
+    };
+  }
+
+  return {
+    kind: 'sqlite',
+    db,
+    reader,
+    flusher,
+    ...readSql,
+    write,
+    snapshot,
+    versions,
+    versioned,
+    durable: () => flusher?.durable(),
+    async close() {
+      await flusher?.close();
+      if (reader !== db) closeDatabase(reader);
+      closeDatabase(db);
+    },
+  };
+}
+
+export type { Row };

@@ -1,0 +1,96 @@
+/**
+ * The one store interface every service, the fabric engine and the access index use; they never learn which
+ * engine runs. Two backends implement it: the embedded SQLite one (sqlite-store.ts, synchronous underneath,
+ * each call a resolved promise) and PostgreSQL (postgres/).
+ *
+ * SQL text is written once, with `?` placeholders and the portable subset both engines read alike (see
+ * src/query/README.md); a backend rewrites placeholders as it needs. What is not portable lives in a backend
+ * behind a method here: paging (`page`), per-table change counters (`versions`, `versioned`), durability.
+ *
+ * Writes: `write(work)` runs `work` in one transaction, one at a time per store (SQLite's write lock, a
+ * PostgreSQL advisory lock), and resolves once the commit is durable. `work` must not wait on anything but the
+ * store (hash passwords, fetch keys and sign certificates before or after it): on SQLite nothing else runs on the
+ * connection while it is open only because of that. Reads outside `write` see committed data only.
+ */
+import type { Dialect } from '../query/dialect.ts';
+
+export type Row = Record<string, unknown>;
+export type Params = readonly unknown[];
+
+export interface RunResult {
+  /** Rows inserted, updated or deleted by the statement. */
+  changes: number;
+}
+
+/** Something SQL runs on: the store itself (autocommit reads), a write transaction, or a read snapshot. */
+export interface Sql {
+  readonly dialect: Dialect;
+  get<T = Row>(sql: string, params?: Params): Promise<T | undefined>;
+  all<T = Row>(sql: string, params?: Params): Promise<T[]>;
+  /** The first column of the first row; undefined when there is no row. */
+  value<T = unknown>(sql: string, params?: Params): Promise<T | undefined>;
+  /** The first column of every row. */
+  column<T = unknown>(sql: string, params?: Params): Promise<T[]>;
+  run(sql: string, params?: Params): Promise<RunResult>;
+  /** One page of rows of `source` (a table or a parenthesized sub-select) under alias `e`, with the total count. */
+  page(source: string, query: PageQuery): Promise<PageRows>;
+  /** True inside a write transaction. */
+  readonly inWrite: boolean;
+}
+
+export interface Tx extends Sql {
+  /** Runs once the transaction has committed (never on rollback), before `write` resolves. */
+  afterCommit(fn: () => void): void;
+  /** Runs when the transaction rolls back, so in-memory state changed inside it can restore itself. */
+  onRollback(fn: () => void): void;
+}
+
+export interface PageQuery {
+  /** SQL predicate over alias `e` (already parameterized). */
+  where: string;
+  params: Params;
+  orderBy: string;
+  /** -1 = unlimited. */
+  limit: number;
+  offset: number;
+}
+
+export interface PageRows {
+  rows: Row[];
+  totalCount: number;
+}
+
+/** Tables with a change counter (bumped by the store in the transaction of every committed change). */
+export type VersionedTable =
+  | 'services'
+  | 'configs'
+  | 'config_types'
+  | 'identities'
+  | 'api_sessions'
+  | 'auth_policies'
+  | 'api_session_activity'
+  | 'routers'
+  | 'router_connections'
+  | 'identity_router_connections'
+  | 'links';
+
+export type StoreKind = 'sqlite' | 'postgres';
+
+export interface Store extends Sql {
+  readonly kind: StoreKind;
+  /** One write transaction; resolves with `work`'s result once the commit is durable. */
+  write<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
+  /** Several reads that see one committed state. */
+  snapshot<T>(work: (q: Sql) => Promise<T>): Promise<T>;
+  /** The current counters of `tables` as one string (compare with `===`). */
+  versions(tables: readonly VersionedTable[]): () => Promise<string>;
+  /**
+   * A value built from the store, kept while the counters of `tables` stand and rebuilt at the first read after
+   * they moved; counters and rows are read in one snapshot. Inside a write transaction the value is built and
+   * not kept.
+   */
+  versioned<T>(tables: readonly VersionedTable[], build: (q: Sql) => Promise<T>): (q?: Sql) => Promise<T>;
+  /** Undefined when nothing written since the last flush began; else settles once what was written is durable. */
+  durable(): Promise<void> | undefined;
+  close(): Promise<void>;
+}
