@@ -1,7 +1,7 @@
 /**
  * Where a full router data model state goes, measured in-process (bench/fabric-scale.ts runs it on its copy of the
  * dataset after the child controller stopped): a controller started in this process on the data directory, then,
- * inside one read transaction as the data model reads it, each step of src/fabric/data-model/full-state.ts timed on
+ * inside one read snapshot of the store as the data model reads it, each step of src/fabric/data-model/full-state.ts timed on
  * its own (the entity reads, the copies and sorts of the policy members from the access index), the whole
  * `readFullModel`, the encoding of the DataState, the encoded bytes by kind of event, and the heap the model keeps
  * between changes (what routers were told: `TrackedModel`, and the encoded state while it is current).
@@ -39,7 +39,7 @@ function gcFunction(): (() => void) | undefined {
 }
 
 export async function profileFullState(dataDir: string): Promise<FullStateProfile> {
-  const [{ startController }, { loadConfig }, { BENCH_ADMIN_PASSWORD }, store, { readFullModel }, { encode }] = await Promise.all([
+  const [{ startController }, { loadConfig }, { BENCH_ADMIN_PASSWORD }, modelStore, { readFullModel }, { encode }] = await Promise.all([
     import('../src/controller.ts'),
     import('../src/config.ts'),
     import('./datasets/identities.ts'),
@@ -51,12 +51,12 @@ export async function profileFullState(dataDir: string): Promise<FullStateProfil
     loadConfig(['--data-dir', dataDir, '--address', '127.0.0.1', '--port', '0', '--admin-password', BENCH_ADMIN_PASSWORD, '--log-level', 'silent'], {}),
   );
   try {
-    const { db } = controller;
+    const { store } = controller;
     const access = controller.services.access;
     const times = new Map<string, number[]>();
-    const time = <T>(step: string, f: () => T): T => {
+    const time = async <T>(step: string, f: () => T | Promise<T>): Promise<T> => {
       const t0 = performance.now();
-      const out = f();
+      const out = await f();
       const list = times.get(step) ?? [];
       list.push(performance.now() - t0);
       times.set(step, list);
@@ -65,26 +65,27 @@ export async function profileFullState(dataDir: string): Promise<FullStateProfil
     let events: Array<Partial<DataStateEvent>> = [];
     let totalBytes = 0;
     for (let round = 0; round < ROUNDS; round++) {
-      db.transaction(() => {
-        time('access index catch-up', () => access.catchUp());
-        time('read identities', () => store.readIdentities(db));
-        time('read services', () => store.readServices(db));
-        time('read config types, configs, posture checks, CA keys', () => {
-          store.readConfigTypes(db);
-          store.readConfigs(db);
-          store.readPostureChecks(db);
-          store.readCaKeys(db);
+      // The catch-up reads the change feed in a snapshot of its own: just before this round's (snapshots do not nest).
+      await time('access index catch-up', () => access.catchUp());
+      await store.snapshot(async (q) => {
+        await time('read identities', () => modelStore.readIdentities(q));
+        await time('read services', () => modelStore.readServices(q));
+        await time('read config types, configs, posture checks, CA keys', async () => {
+          await modelStore.readConfigTypes(q);
+          await modelStore.readConfigs(q);
+          await modelStore.readPostureChecks(q);
+          await modelStore.readCaKeys(q);
         });
-        const policies = time('read service policies', () => store.readServicePolicies(db));
-        const members = time('copy policy members from the access index (Sets)', () =>
+        const policies = await time('read service policies', () => modelStore.readServicePolicies(q));
+        const members = await time('copy policy members from the access index (Sets)', () =>
           policies.map((p) => ['serviceRoles', 'postureCheckRoles', 'identityRoles'].map((f) => new Set(access.index.membersOf(p.id!, f as 'serviceRoles')))),
         );
-        time('sort policy members', () => members.map((m) => m.map((set) => [...set].sort())));
-        const full = time('readFullModel (all of the above)', () => readFullModel(db, access.index, []));
-        const body = time('encode the DataState', () => encode('edge.DataState', { events: full.events, endIndex: 1n, timelineId: 'profile' }));
+        await time('sort policy members', () => members.map((m) => m.map((set) => [...set].sort())));
+        const full = await time('readFullModel (all of the above)', () => readFullModel(q, access.index, []));
+        const body = await time('encode the DataState', () => encode('edge.DataState', { events: full.events, endIndex: 1n, timelineId: 'profile' }));
         events = full.events as Array<Partial<DataStateEvent>>;
         totalBytes = body.length;
-      }).deferred();
+      });
     }
 
     // Bytes by kind of event: each group encoded as a DataState of its own (a few bytes of framing each).
@@ -116,7 +117,7 @@ export async function profileFullState(dataDir: string): Promise<FullStateProfil
       gc();
       gc();
       const before = process.memoryUsage().heapUsed;
-      const kept = db.transaction(() => readFullModel(db, access.index, []).tracked).deferred();
+      const kept = await store.snapshot(async (q) => (await readFullModel(q, access.index, [])).tracked);
       gc();
       gc();
       trackedHeapMb = (process.memoryUsage().heapUsed - before) / 1024 / 1024;

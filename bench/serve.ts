@@ -6,13 +6,13 @@
  * listener, as `--workers` does (the primary prepares the data dir, the workers serve; rssMb is the primary's).
  * `advertise` (default: the controller's default, localhost) is passed as `--advertise`: the host named in
  * enrollment JWTs (router control endpoint, SDK API URL) and covered by the server certificate. Arguments from the
- * first `--` flag on are passed to the controller as they are (e.g. `--auth-limit 0 --write-limit 0`).
+ * first `--` flag on are passed to the controller as they are (e.g. `--auth-limit 0 --write-limit 0`, or
+ * `--database-url postgres://…` for a PostgreSQL store).
  */
 import cluster from 'node:cluster';
-import { join } from 'node:path';
 import { prepareDataDir, startController } from '../src/controller.ts';
 import { loadConfig } from '../src/config.ts';
-import { openDatabase, closeDatabase } from '../src/store/database.ts';
+import { openStore } from '../src/store/open-store.ts';
 import { BENCH_ADMIN_PASSWORD } from './datasets/identities.ts';
 
 const argv = process.argv.slice(2);
@@ -53,9 +53,9 @@ if (workers === 1) {
   cluster.worker!.on('disconnect', stop);
   process.send!({ type: 'listening', port: controller.port });
 } else {
-  const db = openDatabase(join(config.dataDir, 'portcullis.db'));
-  const { pki } = await prepareDataDir(db, config);
-  closeDatabase(db);
+  const store = await openStore(config);
+  const { pki } = await prepareDataDir(store, config);
+  await store.close();
   let listening = 0;
   let boundPort = 0;
   for (let i = 0; i < workers; i++) {

@@ -9,6 +9,11 @@ import { availableParallelism } from 'node:os';
 
 export interface Config {
   dataDir: string;
+  /**
+   * PostgreSQL connection URL (`postgres://user:password@host:port/db?sslmode=...`); absent: the embedded SQLite
+   * store in the data dir. The data dir still holds the PKI either way.
+   */
+  databaseUrl?: string;
   address: string;
   port: number;
   advertise: string;
@@ -95,11 +100,32 @@ function sessionTimeoutMs(value: string | undefined): number {
   return Math.round(seconds * 1000);
 }
 
+/**
+ * Checks a `--database-url`: a postgres:// or postgresql:// URL with a host and a database name. The error names
+ * what is wrong and never repeats the URL (it may hold a password).
+ */
+export function checkDatabaseUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error('--database-url is not a URL (expected postgres://USER:PASSWORD@HOST:PORT/DATABASE)');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new Error(`--database-url must start with postgres:// or postgresql:// (got ${url.protocol}//)`);
+  }
+  if (url.hostname === '' && !url.searchParams.has('host')) throw new Error('--database-url names no host');
+  if (url.pathname.replace(/^\//, '') === '') throw new Error('--database-url names no database (…/DATABASE)');
+  return value;
+}
+
 /** Builds the Config from argv (without node and script) and an environment. */
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): Config {
   const program = new Command('portcullis')
     .description('Portcullis: zero-trust overlay network controller (OpenZiti Edge API compatible)')
     .option('--data-dir <dir>', 'data directory (database, PKI)', env.PORTCULLIS_DATA_DIR ?? defaults.dataDir)
+    // Checked after parsing, not by commander: its errors repeat the value, and this one may hold a password.
+    .option('--database-url <url>', 'PostgreSQL store (postgres://USER:PASSWORD@HOST:PORT/DATABASE); default: SQLite in the data dir', env.PORTCULLIS_DATABASE_URL || undefined)
     .option('--address <addr>', 'listen address', env.PORTCULLIS_ADDRESS ?? defaults.address)
     .option('--port <n>', 'listen port', parsePort, env.PORTCULLIS_PORT ? parsePort(env.PORTCULLIS_PORT) : defaults.port)
     .option('--advertise <host>', 'host name used in URLs, JWT issuers and the server certificate', env.PORTCULLIS_ADVERTISE ?? defaults.advertise)
@@ -152,6 +178,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     .exitOverride();
   program.parse(argv, { from: 'user' });
   const o = program.opts<Omit<Config, 'apiSessionTimeoutMs'>>();
+  if (o.databaseUrl !== undefined) checkDatabaseUrl(o.databaseUrl);
   return { ...o, dataDir: resolve(o.dataDir), apiSessionTimeoutMs: sessionTimeoutMs(env.PORTCULLIS_API_SESSION_TIMEOUT_SECONDS) };
 }
 

@@ -2,15 +2,13 @@
  * The composition root: opens the store, loads or creates the PKI, seeds first-start records, builds every
  * service and the HTTPS server, and stops them in the right order. The only place that wires things.
  */
-import { prepare } from './store/entity-table.ts';
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { configurePasswordHashing } from './auth/password-hash.ts';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
-import { openDatabase, closeDatabase, type Db } from './store/database.ts';
-import { createWalFlusher } from './store/wal-flush.ts';
-import { migrate } from './store/migrate.ts';
+import type { Store } from './store/store.ts';
+import { migrateStore, openStore } from './store/open-store.ts';
 import { loadOrCreatePki, type ControllerPki } from './pki/certificate-authority.ts';
 import { verifiedCertificateFingerprint } from './pki/fingerprint.ts';
 import { certsToPkcs7Base64 } from './pki/pkcs7.ts';
@@ -83,12 +81,11 @@ import type { FabricAccess } from './fabric/service-access.ts';
 import { createPostureEvaluator, type PostureEvaluator } from './posture/posture-evaluator.ts';
 import { clearLiveRouters, createLiveRouters } from './fabric/live-routers.ts';
 import { createChangeFeed } from './cluster/change-feed.ts';
-import { sqliteCommitProbe } from './cluster/commit-probe.ts';
 import { createControllerSettingService } from './resources/controller-settings/controller-setting.service.ts';
 
 export interface RunningController {
   app: FastifyInstance;
-  db: Db;
+  store: Store;
   pki: ControllerPki;
   admin: AdminCredentials;
   /** The port actually bound (useful with --port 0). */
@@ -101,8 +98,8 @@ export interface RunningController {
 /** The id of each API's OpenAPI document (`/specs/<id>/spec`). */
 const specIds: Record<ApiDefinition['name'], string> = { client: 'edge-client', management: 'edge-management', fabric: 'fabric' };
 
-function plainService(resource: Resource, db: Db) {
-  const service = createEntityService(resource, db);
+function plainService(resource: Resource, store: Store) {
+  const service = createEntityService(resource, store);
   return { ...service, present: resource.presentStored };
 }
 
@@ -137,21 +134,23 @@ export function controllerPki(config: Config): Promise<ControllerPki> {
 }
 
 /** Work done once per controller start, before any process serves: schema, PKI, first-start records. */
-export async function prepareDataDir(db: Db, config: Config): Promise<{ admin: AdminCredentials; pki: ControllerPki }> {
-  migrate(db);
+export async function prepareDataDir(store: Store, config: Config): Promise<{ admin: AdminCredentials; pki: ControllerPki }> {
+  await migrateStore(store);
   const pki = await controllerPki(config);
   await loadOrCreateTokenSeal(join(config.dataDir, 'pki'));
-  const admin = await bootstrapRecords(db, { username: config.adminUser, password: config.adminPassword });
-  controllerInstanceId(db);
-  resetDatabaseOps(db);
-  clearLiveRouters(db);
+  const admin = await bootstrapRecords(store, { username: config.adminUser, password: config.adminPassword });
+  await controllerInstanceId(store);
+  await resetDatabaseOps(store);
+  await clearLiveRouters(store);
   return { admin, pki };
 }
 
 /** The access answers routers' requests get: the REST side's, from the same index and posture evaluator. */
 function fabricAccess(access: AccessService, posture: PostureEvaluator): FabricAccess {
   return {
-    catchUp: () => access.catchUp(),
+    catchUp: async () => {
+      await access.catchUp();
+    },
     mayUse(identityId, apiSessionId, serviceId, type) {
       const perms = access.index.identityServices(identityId).permissions(serviceId);
       if (type === 'Dial' ? !perms.dial : !perms.bind) return false;
@@ -172,51 +171,50 @@ function fabricAccess(access: AccessService, posture: PostureEvaluator): FabricA
 export async function startController(config: Config, options: StartOptions = {}): Promise<RunningController> {
   // Hash no more passwords at once than this process's share of the cores (src/auth/password-hash.ts).
   configurePasswordHashing({ concurrency: availableParallelism() / Math.max(1, config.workers) });
-  const db = openDatabase(join(config.dataDir, 'portcullis.db'));
-  const walFlusher = createWalFlusher(db);
+  const store = await openStore(config);
   try {
     const { pki, admin } =
       options.firstStart === false
         ? { pki: await controllerPki(config), admin: { username: config.adminUser, created: false } }
-        : await prepareDataDir(db, config);
+        : await prepareDataDir(store, config);
     if (options.firstStart !== false) options.onPrepared?.();
-    const instanceId = controllerInstanceId(db);
+    const instanceId = await controllerInstanceId(store);
 
     const clock = options.clock ?? systemClock;
     // The change feed keeps this process's in-memory state in step with writes of other worker processes.
-    const feed = createChangeFeed(db, { origin: options.origin, probe: sqliteCommitProbe(db) });
-    const access = createAccessService(db, clock, feed);
-    access.load();
-    registerMembershipTables(db, access);
+    const feed = createChangeFeed(store, { origin: options.origin, probe: store.commitMark });
+    const access = createAccessService(store, clock, feed);
+    await access.load();
+    registerMembershipTables(store, access);
     const base = advertisedBaseUrl(config.advertise, config.port);
     // Where routers and SDKs reach the control channel, named in enrollment JWTs: it shares the API port (routers
     // ask for it by ALPN).
     const ctrlEndpoints = [`tls:${new URL(base).host}`];
-    const enrollments = createEnrollmentService({ db, pki, issuer: base, ctrlEndpoints, clock });
-    const identities = createIdentityService(db, access, clock, enrollments);
-    const configTypes = createConfigTypeService(db, clock);
-    const configs = createConfigService(db, access, configTypes, clock);
-    const edgeServices = createServiceService(db, access, clock);
-    const serviceViews = createServiceViews(db, access, clock);
-    const authenticators = createAuthenticatorService(db, certificateInspector(), clock);
-    const cas = createCaService({ db, signer: pki, issuer: base, clock });
+    const enrollments = createEnrollmentService({ store, pki, issuer: base, ctrlEndpoints, clock });
+    const identities = createIdentityService(store, access, clock, enrollments);
+    const configTypes = createConfigTypeService(store, clock);
+    const configs = createConfigService(store, access, configTypes, clock);
+    const edgeServices = createServiceService(store, access, clock);
+    const serviceViews = createServiceViews(store, access, clock);
+    const authenticators = createAuthenticatorService(store, certificateInspector(), clock);
+    const cas = createCaService({ store, signer: pki, issuer: base, clock });
     // The logger exists once the server is built, before any request can fetch a JWKS.
-    const signerTokens = createSignerTokens(db, { now: () => clock.now().getTime(), log: { warn: (obj, msg) => app.log.warn(obj, msg) } });
+    const signerTokens = createSignerTokens(store, { now: () => clock.now().getTime(), log: { warn: (obj, msg) => app.log.warn(obj, msg) } });
     const seal = await loadOrCreateTokenSeal(join(config.dataDir, 'pki'));
-    const apiSessions = createApiSessionService({ db, clock, timeoutMs: config.apiSessionTimeoutMs, seal });
-    const apiSessionCertificates = createApiSessionCertificateService({ db, pki, apiSessions, clock });
-    const mfa = createMfaService(db, clock);
+    const apiSessions = createApiSessionService({ store, clock, timeoutMs: config.apiSessionTimeoutMs, seal });
+    const apiSessionCertificates = createApiSessionCertificateService({ store, pki, apiSessions, clock });
+    const mfa = createMfaService(store, clock);
     const auth = createAuthenticationService({
-      db,
+      store,
       clock,
       identities,
       apiSessions,
-      secondary: createSecondaryFactors({ db, policies: createAuthPolicyReader(db), signers: signerTokens }),
+      secondary: createSecondaryFactors({ store, policies: createAuthPolicyReader(store), signers: signerTokens }),
       mfaEnabled: (identityId) => mfa.isEnabled(identityId),
       methods: [
-        createPasswordMethod({ authenticators, identities, policies: createAuthPolicyReader(db), db, clock }),
-        createCertMethod({ db, caBundlePem: pki.caBundlePem, cas, identities, policies: createAuthPolicyReader(db), clock, sessionCertificates: apiSessionCertificates }),
-        createExtJwtMethod({ db, signers: signerTokens, identities, policies: createAuthPolicyReader(db) }),
+        createPasswordMethod({ authenticators, identities, policies: createAuthPolicyReader(store), store, clock }),
+        createCertMethod({ store, caBundlePem: pki.caBundlePem, cas, identities, policies: createAuthPolicyReader(store), clock, sessionCertificates: apiSessionCertificates }),
+        createExtJwtMethod({ store, signers: signerTokens, identities, policies: createAuthPolicyReader(store) }),
       ],
     });
 
@@ -224,7 +222,7 @@ export async function startController(config: Config, options: StartOptions = {}
     let documents: Record<string, Record<string, unknown>> | undefined;
     const apis: ApiDefinition[] = [];
     const system = createSystemInfo({
-      db,
+      store,
       advertise: config.advertise,
       port: config.port,
       startedAt,
@@ -238,8 +236,8 @@ export async function startController(config: Config, options: StartOptions = {}
         )),
     });
 
-    const controllers = createControllerService(db);
-    controllers.register({
+    const controllers = createControllerService(store);
+    await controllers.register({
       id: instanceId,
       certPem: pki.serverCertPem,
       fingerprint: pki.serverCertFingerprint,
@@ -251,25 +249,25 @@ export async function startController(config: Config, options: StartOptions = {}
     });
 
     // Terminators stored before their source controller was recorded were created through this one.
-    prepare(db, 'UPDATE terminators SET source_ctrl = ? WHERE source_ctrl IS NULL').run(instanceId);
+    await store.write((tx) => tx.run('UPDATE terminators SET source_ctrl = ? WHERE source_ctrl IS NULL', [instanceId]));
 
-    const liveRouters = createLiveRouters(db, feed.origin);
+    const liveRouters = createLiveRouters(store, feed.origin);
     const routerEnrollments = createRouterEnrollments({ pki, issuer: base, ctrlEndpoints, clock });
     // Each enrollment method registers here; the enroll routes dispatch on the wire name.
     const enrollMethods: EnrollMethod[] = [];
-    enrollMethods.push(createOttcaEnrollMethod({ db, cas, clock }), createCaEnrollMethod({ db, cas, access, clock }));
-    enrollMethods.push(createTokenEnrollMethod({ db, access, signers: signerTokens, pki, clock }));
-    enrollMethods.push(...createRouterEnrollMethods({ db, pki, clock }));
-    enrollMethods.push(createOttEnrollMethod({ db, pki, clock }), createUpdbEnrollMethod({ db, clock }));
+    enrollMethods.push(createOttcaEnrollMethod({ store, cas, clock }), createCaEnrollMethod({ store, cas, access, clock }));
+    enrollMethods.push(createTokenEnrollMethod({ store, access, signers: signerTokens, pki, clock }));
+    enrollMethods.push(...createRouterEnrollMethods({ store, pki, clock }));
+    enrollMethods.push(createOttEnrollMethod({ store, pki, clock }), createUpdbEnrollMethod({ store, clock }));
 
     const services: Services = {
-      db,
-      posture: createPostureService({ db, access, clock }),
+      store,
+      posture: createPostureService({ store, access, clock }),
       cas,
-      certificateExtension: createCertificateExtension({ db, pki, clock }),
+      certificateExtension: createCertificateExtension({ store, pki, clock }),
       enrollMethods,
       enrollments,
-      externalJwtSigners: createExternalJwtSignerService(db, clock),
+      externalJwtSigners: createExternalJwtSignerService(store, clock),
       access,
       identities,
       authenticators,
@@ -277,8 +275,8 @@ export async function startController(config: Config, options: StartOptions = {}
       apiSessions,
       apiSessionCertificates,
       identityTraces: createIdentityTraces(clock),
-      identityTypes: plainService(identityTypeResource, db),
-      authPolicies: createAuthPolicyService(db, clock),
+      identityTypes: plainService(identityTypeResource, store),
+      authPolicies: createAuthPolicyService(store, clock),
       mfa,
       configTypes,
       configs,
@@ -287,21 +285,21 @@ export async function startController(config: Config, options: StartOptions = {}
       controllers,
       system,
       pki,
-      edgeRouters: createEdgeRouterService({ db, access, enrollments: routerEnrollments, liveRouters: liveRouters.current, clock }),
-      routers: createRouterService({ db, access, enrollments: routerEnrollments, liveRouters: liveRouters.current, clock }),
-      terminators: createTerminatorService(db, instanceId, clock),
-      fabricRouters: createFabricRouterService({ db, liveRouters: liveRouters.current }),
-      fabricServices: plainService(fabricServiceResource, db),
-      links: createLinkService(db),
-      circuits: createCircuitService(db),
-      servicePolicies: createPolicyService('servicePolicy', servicePolicyResource, db, access, clock),
-      edgeRouterPolicies: createPolicyService('edgeRouterPolicy', edgeRouterPolicyResource, db, access, clock),
-      serviceEdgeRouterPolicies: createPolicyService('serviceEdgeRouterPolicy', serviceEdgeRouterPolicyResource, db, access, clock),
-      postureChecks: createPostureCheckService(db, access, clock),
-      postureCheckTypes: createPostureCheckTypeService(db),
-      sessions: createSessionService({ db, access, signer: pki, issuer: base, clock, startedAt }),
-      database: createDatabaseOps({ db, access, clock, owner: feed.origin }),
-      controllerSettings: createControllerSettingService(db, clock),
+      edgeRouters: createEdgeRouterService({ store, access, enrollments: routerEnrollments, liveRouters: liveRouters.current, clock }),
+      routers: createRouterService({ store, access, enrollments: routerEnrollments, liveRouters: liveRouters.current, clock }),
+      terminators: createTerminatorService(store, instanceId, clock),
+      fabricRouters: createFabricRouterService({ store, liveRouters: liveRouters.current }),
+      fabricServices: plainService(fabricServiceResource, store),
+      links: createLinkService(store),
+      circuits: createCircuitService(store),
+      servicePolicies: createPolicyService('servicePolicy', servicePolicyResource, store, access, clock),
+      edgeRouterPolicies: createPolicyService('edgeRouterPolicy', edgeRouterPolicyResource, store, access, clock),
+      serviceEdgeRouterPolicies: createPolicyService('serviceEdgeRouterPolicy', serviceEdgeRouterPolicyResource, store, access, clock),
+      postureChecks: createPostureCheckService(store, access, clock),
+      postureCheckTypes: createPostureCheckTypeService(store),
+      sessions: createSessionService({ store, access, signer: pki, issuer: base, clock, startedAt }),
+      database: createDatabaseOps({ store, access, clock, owner: feed.origin }),
+      controllerSettings: createControllerSettingService(store, clock),
     };
     apis.push(clientApi(services), managementApi(services), fabricApi(services));
 
@@ -315,23 +313,23 @@ export async function startController(config: Config, options: StartOptions = {}
       instanceId,
       serverHeader: `portcullis/${portcullisVersion}`,
       onRequest: (_req, reply) => {
-        // Read-your-writes across workers: apply what other processes committed before answering.
-        access.catchUp();
         if (options.workerId !== undefined) reply.header('x-portcullis-worker', options.workerId);
+        // Read-your-writes across workers: apply what other processes committed before answering.
+        return access.catchUp() || undefined;
       },
       admission: admissionSettings(config.authLimit, config.writeLimit),
       limits: { headersTimeoutMs: config.headerTimeout * 1000, requestTimeoutMs: config.requestTimeout * 1000, maxConnections: config.maxConnections },
       controlChannel: (socket) => (fabric ? fabric.accept(socket) : socket.destroy()),
-      durable: walFlusher.durable,
+      durable: () => store.durable(),
     });
     fabric = createFabric({
-      db,
+      store,
       caBundlePem: pki.caBundlePem,
       signingCertPem: pki.serverCertPem,
       seal,
       apiSessions,
       signer: pki,
-      access: fabricAccess(access, createPostureEvaluator({ db, access, clock })),
+      access: fabricAccess(access, createPostureEvaluator({ store, access, clock })),
       controllerId: instanceId,
       controllerVersion: controllerVersionInfo(startedAt),
       live: liveRouters,
@@ -350,7 +348,7 @@ export async function startController(config: Config, options: StartOptions = {}
     let stopped = false;
     return {
       app,
-      db,
+      store,
       pki,
       admin,
       port,
@@ -361,17 +359,15 @@ export async function startController(config: Config, options: StartOptions = {}
         fabric?.close();
         await app.close();
         await services.database.idle();
-        apiSessions.stop();
+        await apiSessions.stop();
         services.posture.stop();
         feed.stop();
-        controllers.markOffline(instanceId);
-        await walFlusher.close();
-        closeDatabase(db);
+        await controllers.markOffline(instanceId);
+        await store.close();
       },
     };
   } catch (err) {
-    await walFlusher.close();
-    closeDatabase(db);
+    await store.close();
     throw err;
   }
 }

@@ -52,6 +52,7 @@ export const errorCatalogue = {
   MAX_AUTHENTICATOR_METHODS_REACHED: [409, 'The identity already has the maximum authenticators of the specified method'],
   RATE_LIMITED: [429, 'The requested operation is rate limited and the rate limit has been exceeded. Please try again later'],
   TIMEOUT: [503, 'The requested operation took too much time to reply'],
+  SNAPSHOT_NOT_SUPPORTED: [409, 'This controller runs on PostgreSQL: back it up with PostgreSQL\'s own tools (pg_dump, base backups, replicas)'],
   STORAGE_UNAVAILABLE: [503, 'The controller could not write to its store (the disk is full or failing); nothing was changed. Try again later'],
   INVALID_POSTURE: [409, 'Posture response data is missing or wrong'],
   MFA_EXISTS: [409, 'An MFA record already exists, try removing it'],

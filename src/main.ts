@@ -53,6 +53,9 @@ async function resolvePort(config: Config): Promise<Config> {
 }
 
 async function main(): Promise<void> {
+  if (process.argv[2] === 'copy-to-postgres') {
+    return (await import('./store/copy-command.ts')).copyToPostgres(process.argv.slice(3));
+  }
   const config = readConfig();
   if (cluster.isWorker) return (await import('./cluster/worker.ts')).runWorker(config);
   const resolved = await resolvePort(config);

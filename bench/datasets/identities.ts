@@ -1,15 +1,18 @@
 /**
  * Deterministic identity dataset for the benchmarks: N identities named identity-000001..., loaded through
- * the identity domain service (not raw SQL) into <dataDir>/portcullis.db. A marker file records what was
- * loaded, so an existing data dir with the same count and seed is reused as is.
+ * the identity domain service (not raw SQL) into the store of the data dir: <dataDir>/portcullis.db, or the
+ * PostgreSQL database of `databaseUrl` (which must hold no dataset yet). Each create is its own transaction
+ * (the service opens it; on SQLite without fsync). A marker file in the data dir records what was loaded and
+ * where, so an existing data dir with the same count and seed on the same store is reused as is.
  *
- * Run alone: node --import tsx bench/datasets/identities.ts [--identities N] [--data-dir DIR]
+ * Run alone: node --import tsx bench/datasets/identities.ts [--identities N] [--data-dir DIR] [--database-url URL]
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { openDatabase, closeDatabase } from '../../src/store/database.ts';
-import { migrate } from '../../src/store/migrate.ts';
+import { migrateStore, openStore } from '../../src/store/open-store.ts';
+import { openSqliteStore } from '../../src/store/sqlite-store.ts';
+import type { Store } from '../../src/store/store.ts';
 import { bootstrapRecords } from '../../src/system/bootstrap.ts';
 import { createAccessService } from '../../src/access/access.service.ts';
 import { systemClock } from '../../src/resources/entity-service.ts';
@@ -18,7 +21,6 @@ import { mulberry32 } from '../../test/support/prng.ts';
 
 export const BENCH_ADMIN_PASSWORD = 'bench-admin-password';
 export const SEED = 0x5eed_2025;
-const BATCH = 5000;
 const MARKER = 'dataset.json';
 
 export interface DatasetInfo {
@@ -60,7 +62,25 @@ export function* generateIdentities(count: number, seed = SEED) {
   }
 }
 
-function readMarker(dataDir: string): { count: number; seed: number; loadMs: number } | undefined {
+/** Where a dataset lives besides its data dir: the PostgreSQL server and database (no credentials), or undefined for SQLite. */
+export function databaseTarget(databaseUrl: string | undefined): string | undefined {
+  if (!databaseUrl) return undefined;
+  const url = new URL(databaseUrl);
+  return `${url.host}${url.pathname}`;
+}
+
+/** Whether the store a marker names is there: the SQLite file in the data dir, or the same PostgreSQL database. */
+export function markedStoreExists(dataDir: string, marked: string | undefined, databaseUrl: string | undefined): boolean {
+  if (marked !== databaseTarget(databaseUrl)) return false;
+  return databaseUrl ? true : existsSync(join(dataDir, 'portcullis.db'));
+}
+
+/** The store a loader writes into: SQLite without fsync (a bulk load), or PostgreSQL. */
+function openLoaderStore(dataDir: string, databaseUrl: string | undefined): Promise<Store> | Store {
+  return databaseUrl ? openStore({ dataDir, databaseUrl }) : openSqliteStore(join(dataDir, 'portcullis.db'), { synchronous: 'OFF', flush: false });
+}
+
+function readMarker(dataDir: string): { count: number; seed: number; loadMs: number; database?: string } | undefined {
   const file = join(dataDir, MARKER);
   if (!existsSync(file)) return undefined;
   try {
@@ -70,51 +90,48 @@ function readMarker(dataDir: string): { count: number; seed: number; loadMs: num
   }
 }
 
-/** Makes sure dataDir holds exactly this dataset; (re)generates it otherwise. */
-export async function ensureIdentityDataset(dataDir: string, count: number, log: (s: string) => void = console.log): Promise<DatasetInfo> {
+/** Makes sure dataDir (and its store) holds exactly this dataset; (re)generates it otherwise. */
+export async function ensureIdentityDataset(
+  dataDir: string,
+  count: number,
+  log: (s: string) => void = console.log,
+  databaseUrl?: string,
+): Promise<DatasetInfo> {
   const marker = readMarker(dataDir);
-  if (marker && marker.count === count && marker.seed === SEED && existsSync(join(dataDir, 'portcullis.db'))) {
+  if (marker && marker.count === count && marker.seed === SEED && markedStoreExists(dataDir, marker.database, databaseUrl)) {
     log(`dataset: reusing ${dataDir} (${count} identities, originally loaded in ${(marker.loadMs / 1000).toFixed(1)} s)`);
     return { dataDir, count, seed: SEED, loadMs: marker.loadMs, reused: true };
   }
   if (existsSync(dataDir)) rmSync(dataDir, { recursive: true, force: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
 
-  log(`dataset: generating ${count} identities into ${dataDir} ...`);
-  const db = openDatabase(join(dataDir, 'portcullis.db'), { synchronous: 'OFF' });
+  log(`dataset: generating ${count} identities into ${dataDir}${databaseUrl ? ` and ${databaseTarget(databaseUrl)}` : ''} ...`);
+  const store = await openLoaderStore(dataDir, databaseUrl);
   try {
-    migrate(db);
-    await bootstrapRecords(db, { username: 'admin', password: BENCH_ADMIN_PASSWORD });
-    const access = createAccessService(db, systemClock);
-    access.load();
-    const identities = createIdentityService(db, access);
+    await migrateStore(store);
+    const present = Number(await store.value("SELECT count(*) AS n FROM identities WHERE name LIKE 'identity-%'"));
+    if (present > 0) throw new Error(`dataset: the database already holds ${present} dataset identities (give an empty database)`);
+    await bootstrapRecords(store, { username: 'admin', password: BENCH_ADMIN_PASSWORD });
+    const access = createAccessService(store, systemClock);
+    await access.load();
+    const identities = createIdentityService(store, access);
     const started = performance.now();
-    let batch: Array<ReturnType<typeof generateIdentities> extends Generator<infer T> ? T : never> = [];
-    const flush = () => {
-      const rows = batch;
-      batch = [];
-      // One outer transaction per batch; each create() nests inside it as a savepoint.
-      db.transaction(() => {
-        for (const row of rows) identities.create(row);
-      })();
-    };
     let done = 0;
+    // One transaction per create (the service opens its own; a write cannot nest in another).
     for (const row of generateIdentities(count)) {
-      batch.push(row);
-      if (batch.length === BATCH) {
-        flush();
-        done += BATCH;
-        if (done % 20000 === 0) log(`dataset:   ${done}/${count}`);
-      }
+      await identities.create(row);
+      done += 1;
+      if (done % 20000 === 0) log(`dataset:   ${done}/${count}`);
     }
-    if (batch.length) flush();
     const loadMs = performance.now() - started;
-    const loaded = (db.prepare("SELECT count(*) AS n FROM identities WHERE name LIKE 'identity-%'").get() as { n: number }).n;
+    const loaded = Number(await store.value("SELECT count(*) AS n FROM identities WHERE name LIKE 'identity-%'"));
     if (loaded !== count) throw new Error(`dataset: expected ${count} identities, found ${loaded}`);
-    writeFileSync(join(dataDir, MARKER), JSON.stringify({ count, seed: SEED, loadMs: Math.round(loadMs) }) + '\n');
+    const database = databaseTarget(databaseUrl);
+    writeFileSync(join(dataDir, MARKER), JSON.stringify({ count, seed: SEED, loadMs: Math.round(loadMs), ...(database ? { database } : {}) }) + '\n');
     log(`dataset: loaded ${count} identities in ${(loadMs / 1000).toFixed(1)} s (${Math.round(count / (loadMs / 1000))}/s)`);
     return { dataDir, count, seed: SEED, loadMs, reused: false };
   } finally {
-    closeDatabase(db);
+    await store.close();
   }
 }
 
@@ -126,5 +143,5 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   };
   const count = Number(opt('--identities') ?? 100_000);
   const dataDir = opt('--data-dir') ?? join('bench', '.data', `identities-${count % 1000 === 0 ? `${count / 1000}k` : count}`);
-  await ensureIdentityDataset(dataDir, count);
+  await ensureIdentityDataset(dataDir, count, console.log, opt('--database-url'));
 }

@@ -12,14 +12,16 @@
  *   includes them already), and one policy per kind spans both complementary halves for them, so the
  *   worst-case identity sees every service and every edge router. Records name entities in role lists as
  *   `@<name>`; the loader substitutes ids.
- * - `ensureSizedDataset(size, dataDir)` starts the controller on the data directory (port 0, loopback) and
- *   creates every record through the same services the REST handlers call (access index, change marks and
- *   enrollments included), in large outer transactions, then adds password and certificate users and writes
- *   `dataset.json`. An existing directory whose marker names the same size and seed is reused.
+ * - `ensureSizedDataset(size, dataDir)` starts the controller on the data directory (port 0, loopback; with
+ *   `databaseUrl`, on that PostgreSQL database, which must be empty) and creates every record through the same
+ *   services the REST handlers call (access index, change marks and enrollments included), one transaction per
+ *   record (each service call opens its own; on SQLite without fsync), then adds password and certificate users
+ *   and writes `dataset.json`. An existing directory whose marker names the same size, seed and store is reused.
  */
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { mulberry32 } from '../../test/support/prng.ts';
+import type { SqliteStore } from '../../src/store/sqlite-store.ts';
 
 export const SIZE_NAMES = ['small', 'medium', 'large', 'many-services'] as const;
 export type SizeName = (typeof SIZE_NAMES)[number];
@@ -305,7 +307,8 @@ export function accessModel(dataset: GeneratedDataset) {
 
 export const SIZED_USER_PASSWORD = 'bench-user-password-1';
 const MARKER = 'dataset.json';
-const BATCH = 5000;
+/** Progress is logged every this many records of a long list. */
+const PROGRESS_EVERY = 20_000;
 /** Identities that get a certificate besides the typical and the worst-case one. */
 const EXTRA_CERT_USERS = 2;
 
@@ -332,6 +335,8 @@ export interface SizedDatasetMarker {
   counts: SizeSpec;
   /** Wall time of creating every record (entities, policies, users), without the controller's start. */
   loadMs: number;
+  /** The PostgreSQL server and database it was loaded into (no credentials); absent: SQLite in the data dir. */
+  database?: string;
   phasesMs: Record<string, number>;
   adminUser: string;
   adminPassword: string;
@@ -357,6 +362,8 @@ export interface EnsureOptions {
   /** Regenerate even when the marker matches. */
   force?: boolean;
   log?: (line: string) => void;
+  /** Load into this (empty) PostgreSQL database instead of SQLite in the data dir. */
+  databaseUrl?: string;
 }
 
 export function defaultDataDir(size: SizeName): string {
@@ -390,8 +397,10 @@ export async function ensureSizedDataset(size: SizeName, options: EnsureOptions 
   const seed = options.seed ?? DEFAULT_SEED;
   const dataDir = options.dataDir ?? defaultDataDir(size);
   const log = options.log ?? console.log;
+  const { databaseTarget, markedStoreExists } = await import('./identities.ts');
+  const database = databaseTarget(options.databaseUrl);
   const marker = readMarker(dataDir);
-  if (!options.force && marker && marker.size === size && marker.seed === seed && existsSync(join(dataDir, 'portcullis.db'))) {
+  if (!options.force && marker && marker.size === size && marker.seed === seed && markedStoreExists(dataDir, marker.database, options.databaseUrl)) {
     log(`dataset ${size}: reusing ${dataDir} (originally loaded in ${(marker.loadMs / 1000).toFixed(1)} s)`);
     return { ...marker, dataDir, reused: true };
   }
@@ -401,7 +410,8 @@ export async function ensureSizedDataset(size: SizeName, options: EnsureOptions 
   const spec = SIZES[size];
   log(
     `dataset ${size}: ${spec.identities} identities, ${spec.services} services, ${spec.edgeRouters} edge routers, ` +
-      `${spec.servicePolicies}/${spec.edgeRouterPolicies}/${spec.serviceEdgeRouterPolicies} policies (seed ${seed}) into ${dataDir}`,
+      `${spec.servicePolicies}/${spec.edgeRouterPolicies}/${spec.serviceEdgeRouterPolicies} policies (seed ${seed}) into ${dataDir}` +
+      (database ? ` and ${database}` : ''),
   );
 
   const [{ startController }, { loadConfig }, { BENCH_ADMIN_PASSWORD }, { findEnrollmentById }] = await Promise.all([
@@ -411,12 +421,17 @@ export async function ensureSizedDataset(size: SizeName, options: EnsureOptions 
     import('../../src/enrollment/enrollment-store.ts'),
   ]);
   const controller = await startController(
-    loadConfig(['--data-dir', dataDir, '--address', '127.0.0.1', '--port', '0', '--admin-password', BENCH_ADMIN_PASSWORD, '--log-level', 'silent'], {}),
+    loadConfig(
+      ['--data-dir', dataDir, ...(options.databaseUrl ? ['--database-url', options.databaseUrl] : []), '--address', '127.0.0.1', '--port', '0',
+        '--admin-password', BENCH_ADMIN_PASSWORD, '--log-level', 'silent'],
+      {},
+    ),
   );
   try {
-    const { db, services: s } = controller;
-    // Bulk load: no fsync per commit (the files are synced when the controller closes the database).
-    db.pragma('synchronous = OFF');
+    const { store, services: s } = controller;
+    if (!controller.admin.created) throw new Error(`dataset ${size}: the store already holds records (give an empty database)`);
+    // Bulk load on SQLite: no fsync per commit (the files are synced when the controller closes the database).
+    if (store.kind === 'sqlite') (store as SqliteStore).db.pragma('synchronous = OFF');
     const ids = new Map<string, string>();
     const resolve = (roles: readonly string[]) => roles.map((r) => (r.startsWith('@') ? `@${ids.get(r.slice(1)) ?? r.slice(1)}` : r));
     const phasesMs: Record<string, number> = {};
@@ -428,14 +443,13 @@ export async function ensureSizedDataset(size: SizeName, options: EnsureOptions 
       log(`dataset ${size}:   ${detail} in ${((now - phaseStart) / 1000).toFixed(1)} s`);
       phaseStart = now;
     };
-    /** Creates records in outer transactions of BATCH creates (each create nests as a savepoint). */
-    const createInBatches = <T>(records: readonly T[], create: (record: T) => string, names: (record: T) => string) => {
-      for (let i = 0; i < records.length; i += BATCH) {
-        const slice = records.slice(i, i + BATCH);
-        db.transaction(() => {
-          for (const record of slice) ids.set(names(record), create(record));
-        })();
-        if (records.length > 4 * BATCH && (i / BATCH) % 4 === 3) log(`dataset ${size}:     ${i + slice.length}/${records.length}`);
+    /** Creates records one after the other, each in its own transaction (a write cannot nest in another). */
+    const createAll = async <T>(records: readonly T[], create: (record: T) => Promise<string>, names: (record: T) => string) => {
+      let done = 0;
+      for (const record of records) {
+        ids.set(names(record), await create(record));
+        done += 1;
+        if (done % PROGRESS_EVERY === 0) log(`dataset ${size}:     ${done}/${records.length}`);
       }
     };
     const identityBody = (r: EntityRecord) => ({ name: r.name, type: 'User', isAdmin: false, roleAttributes: r.roleAttributes });
@@ -448,29 +462,27 @@ export async function ensureSizedDataset(size: SizeName, options: EnsureOptions 
     const worstIdentity = worstOf(generated.identities);
     const worstService = worstOf(generated.services);
     const worstRouter = worstOf(generated.edgeRouters);
-    ids.set(worstIdentity.name, s.identities.create(identityBody(worstIdentity)));
-    ids.set(worstService.name, s.services.create(serviceBody(worstService)));
+    ids.set(worstIdentity.name, await s.identities.create(identityBody(worstIdentity)));
+    ids.set(worstService.name, await s.services.create(serviceBody(worstService)));
     ids.set(worstRouter.name, await s.edgeRouters.create(routerBody(worstRouter)));
-    createInBatches(allButWorst(generated.services), (r) => s.services.create(serviceBody(r)), (r) => r.name);
+    await createAll(allButWorst(generated.services), (r) => s.services.create(serviceBody(r)), (r) => r.name);
     phase('services', `${generated.services.length} services`);
     // Edge router creates are asynchronous (each signs its enrollment JWT first), one transaction each.
     for (const r of allButWorst(generated.edgeRouters)) ids.set(r.name, await s.edgeRouters.create(routerBody(r)));
     phase('edgeRouters', `${generated.edgeRouters.length} edge routers`);
-    createInBatches(allButWorst(generated.identities), (r) => s.identities.create(identityBody(r)), (r) => r.name);
+    await createAll(allButWorst(generated.identities), (r) => s.identities.create(identityBody(r)), (r) => r.name);
     phase('identities', `${generated.identities.length} identities`);
     // Policies last: each evaluates its members through the attribute index and marks the identities it
     // affects once, where policies first would re-evaluate every entity create against every policy.
-    db.transaction(() => {
-      for (const p of generated.servicePolicies) {
-        ids.set(p.name, s.servicePolicies.create({ ...p, identityRoles: resolve(p.identityRoles), serviceRoles: resolve(p.serviceRoles), postureCheckRoles: [] }));
-      }
-      for (const p of generated.edgeRouterPolicies) {
-        ids.set(p.name, s.edgeRouterPolicies.create({ ...p, identityRoles: resolve(p.identityRoles), edgeRouterRoles: resolve(p.edgeRouterRoles) }));
-      }
-      for (const p of generated.serviceEdgeRouterPolicies) {
-        ids.set(p.name, s.serviceEdgeRouterPolicies.create({ ...p, serviceRoles: resolve(p.serviceRoles), edgeRouterRoles: resolve(p.edgeRouterRoles) }));
-      }
-    })();
+    for (const p of generated.servicePolicies) {
+      ids.set(p.name, await s.servicePolicies.create({ ...p, identityRoles: resolve(p.identityRoles), serviceRoles: resolve(p.serviceRoles), postureCheckRoles: [] }));
+    }
+    for (const p of generated.edgeRouterPolicies) {
+      ids.set(p.name, await s.edgeRouterPolicies.create({ ...p, identityRoles: resolve(p.identityRoles), edgeRouterRoles: resolve(p.edgeRouterRoles) }));
+    }
+    for (const p of generated.serviceEdgeRouterPolicies) {
+      ids.set(p.name, await s.serviceEdgeRouterPolicies.create({ ...p, serviceRoles: resolve(p.serviceRoles), edgeRouterRoles: resolve(p.edgeRouterRoles) }));
+    }
     phase('policies', `${generated.servicePolicies.length + generated.edgeRouterPolicies.length + generated.serviceEdgeRouterPolicies.length} policies`);
 
     const typicalId = ids.get(generated.typicalIdentityName)!;
@@ -493,7 +505,7 @@ export async function ensureSizedDataset(size: SizeName, options: EnsureOptions 
     const certUsers: DatasetCertUser[] = [];
     for (const [role, identityId] of [['typical', typicalId] as const, ['worst', worstId] as const, ...extra]) {
       const enrollmentId = await s.enrollments.create({ method: 'ott', identityId, expiresAt: new Date(Date.now() + 3_600_000).toISOString() });
-      const enrollment = findEnrollmentById(db, enrollmentId);
+      const enrollment = await findEnrollmentById(store, enrollmentId);
       if (!enrollment) throw new Error(`enrollment ${enrollmentId} vanished`);
       const { keyPem, csrPem } = await keyAndCsr(identityId);
       const issued = await ott.enroll({ method: 'ott', enrollment, body: { clientCsr: csrPem }, peerCertificates: [], headers: {} });
@@ -503,14 +515,14 @@ export async function ensureSizedDataset(size: SizeName, options: EnsureOptions 
     const loadMs = Math.round(performance.now() - started);
 
     // Cross-checks: the stored counts, and the access index against the generator's own model.
-    const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
+    const count = async (sql: string) => Number(await store.value(sql));
     const stored: SizeSpec = {
-      services: count('SELECT count(*) AS n FROM services'),
-      identities: count("SELECT count(*) AS n FROM identities WHERE is_default_admin = 0 AND type_id <> 'Router'"),
-      edgeRouters: count('SELECT count(*) AS n FROM routers WHERE is_edge = 1'),
-      servicePolicies: count('SELECT count(*) AS n FROM service_policies'),
-      edgeRouterPolicies: count('SELECT count(*) AS n FROM edge_router_policies WHERE is_system = 0'),
-      serviceEdgeRouterPolicies: count('SELECT count(*) AS n FROM service_edge_router_policies'),
+      services: await count('SELECT count(*) AS n FROM services'),
+      identities: await count("SELECT count(*) AS n FROM identities WHERE is_default_admin = 0 AND type_id <> 'Router'"),
+      edgeRouters: await count('SELECT count(*) AS n FROM routers WHERE is_edge = 1'),
+      servicePolicies: await count('SELECT count(*) AS n FROM service_policies'),
+      edgeRouterPolicies: await count('SELECT count(*) AS n FROM edge_router_policies WHERE is_system = 0'),
+      serviceEdgeRouterPolicies: await count('SELECT count(*) AS n FROM service_edge_router_policies'),
     };
     for (const key of Object.keys(spec) as Array<keyof SizeSpec>) {
       if (stored[key] !== spec[key]) throw new Error(`dataset ${size}: expected ${spec[key]} ${key}, the store holds ${stored[key]}`);
@@ -528,6 +540,7 @@ export async function ensureSizedDataset(size: SizeName, options: EnsureOptions 
       seed,
       counts: { ...spec },
       loadMs,
+      ...(database ? { database } : {}),
       phasesMs,
       adminUser: controller.admin.username,
       adminPassword: BENCH_ADMIN_PASSWORD,

@@ -12,7 +12,9 @@
  * identities × services.
  *
  * The index holds no store handle. The access service (access.service.ts) loads it from the store at
- * start and feeds it every write that can change access, inside that write's transaction.
+ * start and feeds it every write that can change access. A write's changes are worked out inside its
+ * transaction with the `*Undoable` variants (applied, consulted and undone in one synchronous step) and
+ * applied for good once it commits, so other requests never see a change that is not committed.
  */
 import type { Semantic } from '../policy/role-ref.ts';
 import { parseRoleRef } from '../policy/role-ref.ts';
@@ -80,6 +82,12 @@ interface EntitySpace {
 /** What one write did to access: the identities whose visible services may have changed. */
 export interface AccessChange {
   affectedIdentities: Set<string>;
+}
+
+/** A change applied to the index, and how to take it back exactly (changes made after it undone first). */
+export interface Undoable {
+  change: AccessChange;
+  undo(): void;
 }
 
 const EMPTY: ReadonlySet<string> = new Set();
@@ -261,6 +269,11 @@ export class AccessIndex {
 
   /** Creates or updates an entity's role attributes and re-evaluates it against every policy. */
   setEntity(kind: EntityKind, id: string, attributes: readonly string[]): AccessChange {
+    return this.putEntity(kind, id, attributes, true);
+  }
+
+  /** `note` false: the affected identities are not worked out (the change comes back empty). */
+  private putEntity(kind: EntityKind, id: string, attributes: readonly string[], note: boolean): AccessChange {
     this.changes++;
     const space = this.spaces[kind];
     let slot = space.slotOf.get(id);
@@ -301,13 +314,17 @@ export class AccessIndex {
       if (isMember === shouldBe) continue;
       if (shouldBe) members.add(slot);
       else members.delete(slot);
-      this.noteMembershipChange(policy, field, id, change);
+      if (note) this.noteMembershipChange(policy, field, id, change);
     }
     return change;
   }
 
   /** Removes an entity: from every policy's members and from every policy's `@id` roles. */
   removeEntity(kind: EntityKind, id: string): AccessChange {
+    return this.dropEntity(kind, id, true);
+  }
+
+  private dropEntity(kind: EntityKind, id: string, note: boolean): AccessChange {
     this.changes++;
     const space = this.spaces[kind];
     const change: AccessChange = { affectedIdentities: new Set() };
@@ -315,7 +332,7 @@ export class AccessIndex {
     for (const policy of this.policies.values()) {
       const field = fieldFor(policy.kind, kind);
       if (!field) continue;
-      if (slot !== undefined && policy.members.get(field)!.delete(slot)) this.noteMembershipChange(policy, field, id, change);
+      if (slot !== undefined && policy.members.get(field)!.delete(slot) && note) this.noteMembershipChange(policy, field, id, change);
       const roles = policy.roles.get(field)!;
       if (roles.ids.includes(id)) roles.ids = roles.ids.filter((x) => x !== id);
     }
@@ -348,12 +365,124 @@ export class AccessIndex {
   }
 
   removePolicy(id: string): AccessChange {
+    return this.dropPolicy(id, true);
+  }
+
+  private dropPolicy(id: string, note: boolean): AccessChange {
     this.changes++;
     const previous = this.policies.get(id);
     if (!previous) return { affectedIdentities: new Set() };
     this.policies.delete(id);
     this.policiesByKind[previous.kind].delete(id);
-    return { affectedIdentities: this.policyAffected(previous, undefined) };
+    return { affectedIdentities: note ? this.policyAffected(previous, undefined) : new Set() };
+  }
+
+  // ---- writes that can be undone (a write transaction's changes, see access.service.ts) -----------
+  //
+  // Each applies the change and returns how to restore exactly what was there before: undone in reverse
+  // order, a series of them leaves the index as it found it. `note` false skips working out the affected
+  // identities (the change comes back empty).
+
+  setEntityUndoable(kind: EntityKind, id: string, attributes: readonly string[], note = true): Undoable {
+    const undo = this.entityRestorer(kind, id);
+    return { change: this.putEntity(kind, id, attributes, note), undo };
+  }
+
+  removeEntityUndoable(kind: EntityKind, id: string, note = true): Undoable {
+    const undo = this.entityRestorer(kind, id);
+    return { change: this.dropEntity(kind, id, note), undo };
+  }
+
+  setPolicyUndoable(input: PolicyInput, note = true): Undoable {
+    const undo = this.policyRestorer(input.id);
+    if (note) return { change: this.setPolicy(input), undo };
+    this.loadPolicy(input);
+    return { change: { affectedIdentities: new Set() }, undo };
+  }
+
+  removePolicyUndoable(id: string, note = true): Undoable {
+    const undo = this.policyRestorer(id);
+    return { change: this.dropPolicy(id, note), undo };
+  }
+
+  /**
+   * Restores one entity as it is now: its slot (and the free list and slot arrays around it), attributes,
+   * memberships and the `@id` roles naming it. Run after every later change was undone.
+   */
+  private entityRestorer(kind: EntityKind, id: string): () => void {
+    const space = this.spaces[kind];
+    const slot = space.slotOf.get(id);
+    const freeLength = space.free.length;
+    const idsLength = space.ids.length;
+    const attributesLength = space.attributes.length;
+    const attributes = slot === undefined ? undefined : space.attributes[slot];
+    const memberOf: Bitset[] = [];
+    const roleIds: Array<[ParsedRoles, string[]]> = [];
+    for (const policy of this.policies.values()) {
+      const field = fieldFor(policy.kind, kind);
+      if (!field) continue;
+      const members = policy.members.get(field)!;
+      if (slot !== undefined && members.has(slot)) memberOf.push(members);
+      const roles = policy.roles.get(field)!;
+      if (roles.ids.includes(id)) roleIds.push([roles, roles.ids]);
+    }
+    return () => {
+      this.changes++;
+      const now = space.slotOf.get(id);
+      if (now !== undefined) {
+        // Take out what the entity holds now.
+        for (const a of space.attributes[now] ?? NO_ATTRIBUTES) {
+          const slots = space.byAttribute.get(a);
+          if (!slots) continue;
+          slots.delete(now);
+          if (slots.size === 0) space.byAttribute.delete(a);
+        }
+        for (const policy of this.policies.values()) {
+          const field = fieldFor(policy.kind, kind);
+          if (field) policy.members.get(field)!.delete(now);
+        }
+        space.attributes[now] = undefined;
+        if (slot === undefined) {
+          // It was new: its slot goes back where it came from (the free list, or past the end).
+          space.slotOf.delete(id);
+          space.ids[now] = undefined;
+          space.live.delete(now);
+          if (space.free.length < freeLength) space.free.push(now);
+        }
+      } else if (slot !== undefined) {
+        // It was removed: its slot comes back from the free list.
+        space.free.length = freeLength;
+        space.slotOf.set(id, slot);
+        space.ids[slot] = id;
+        space.live.add(slot);
+      }
+      if (space.ids.length > idsLength) space.ids.length = idsLength;
+      if (space.attributes.length > attributesLength) space.attributes.length = attributesLength;
+      if (slot !== undefined) {
+        space.attributes[slot] = attributes;
+        for (const a of attributes ?? NO_ATTRIBUTES) {
+          let slots = space.byAttribute.get(a);
+          if (!slots) space.byAttribute.set(a, (slots = new SlotSet(a)));
+          slots.add(slot, space.slotOf.size);
+        }
+        for (const members of memberOf) members.add(slot);
+      }
+      for (const [roles, ids] of roleIds) roles.ids = ids;
+    };
+  }
+
+  /** Restores one policy as it is now (or its absence), and the order of the policy maps. */
+  private policyRestorer(id: string): () => void {
+    const previous = this.policies.get(id);
+    const order = [...this.policies];
+    const kindOrder = previous ? [...this.policiesByKind[previous.kind]] : undefined;
+    return () => {
+      this.changes++;
+      const current = this.policies.get(id);
+      refill(this.policies, order);
+      if (current && current.kind !== previous?.kind) this.policiesByKind[current.kind].delete(id);
+      if (previous) refill(this.policiesByKind[previous.kind], kindOrder!);
+    };
   }
 
   private putPolicy(input: PolicyInput, previous: PolicyState | undefined): PolicyState {
@@ -626,6 +755,11 @@ export class AccessIndex {
     for (let i = 0; i < diff.length; i++) diff[i] = (a[i] ?? 0) ^ (b[i] ?? 0);
     return idsOf(identities, diff, out);
   }
+}
+
+function refill<K, V>(map: Map<K, V>, entries: ReadonlyArray<[K, V]>): void {
+  map.clear();
+  for (const [k, v] of entries) map.set(k, v);
 }
 
 function newSpace(): EntitySpace {

@@ -3,7 +3,13 @@
  * called, inside each write transaction, by every write that can change access: entity role attributes,
  * entity deletes (which also strip `@id` from policy role lists, as upstream), and policy writes. Each
  * call records the identities whose visible services changed (`identity_service_marks`, read by
- * service-updates) and ends their sessions for services they may no longer use. Should the transaction roll back, the index reloads itself from the store.
+ * service-updates) and ends their sessions for services they may no longer use.
+ *
+ * A transaction's changes reach the index only once it commits: until then they are kept as a list of
+ * changes, and whenever the transaction consults the index (`withIndex`, and this service's own calls) they
+ * are applied, consulted and undone again in one synchronous step, so no other request (they run between
+ * the transaction's awaits) ever sees them. At commit (`tx.afterCommit`) they are applied for good; on
+ * rollback (`tx.onRollback`) they are dropped and the index is as the store is.
  *
  * With a change feed (src/cluster/change-feed.ts) every such write also appends "what to reload" rows in
  * its transaction, and rows written by other processes are applied here: the entity or policy is re-read
@@ -13,15 +19,24 @@
  * It also owns the role-list rules every policy shares: syntax, `#all` alone, `@id` existence, the
  * sorted de-duplicated form that is stored, and the `*RolesDisplay` read model.
  */
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
-import type { Tx } from '../store/transaction.ts';
+import type { Sql, Store, Tx } from '../store/store.ts';
+import type { SqliteStore } from '../store/sqlite-store.ts';
 import { fieldError } from '../errors.ts';
 import { idSetCondition } from '../query/dialect.ts';
 import { parseRoleRef, type Semantic } from '../policy/role-ref.ts';
 import type { Clock } from '../resources/entity-service.ts';
 import { RELOAD_ALL, type ChangeFeed, type FeedEntry } from '../cluster/change-feed.ts';
-import { AccessIndex, policyRoleFields, roleFieldKind, type AccessChange, type EntityKind, type PolicyInput, type PolicyKind, type RoleField } from './access-index.ts';
+import {
+  AccessIndex,
+  policyRoleFields,
+  roleFieldKind,
+  type AccessChange,
+  type EntityKind,
+  type PolicyInput,
+  type PolicyKind,
+  type RoleField,
+  type Undoable,
+} from './access-index.ts';
 
 interface EntityStore {
   /** Every entity id of the kind. */
@@ -88,215 +103,327 @@ function sortedUnique(values: readonly string[]): string[] {
 const policyKinds = new Set<string>(['servicePolicy', 'edgeRouterPolicy', 'serviceEdgeRouterPolicy']);
 const entityKinds = new Set<string>(['identity', 'service', 'edgeRouter', 'postureCheck']);
 
-export function createAccessService(db: Db, clock: Clock, feed?: ChangeFeed) {
-  let index = new AccessIndex();
-  const reloadOnRollback = new WeakSet<Tx>();
+/** One change of an open transaction, applied to the index as it is when called (`note`: work out the affected identities). */
+type PendingChange = (note: boolean) => Undoable;
 
-  /** Rebuilds the index from the store; with a feed, continues reading it from the head seen first. */
-  function load(): void {
-    if (!feed) {
-      index = readIndex();
-      return;
-    }
-    const read = () => {
-      const at = feed.head();
-      index = readIndex();
-      feed.loaded(at);
-    };
-    if (db.inTransaction) read();
-    else db.transaction(read).deferred();
+const NO_CHANGE = (): AccessChange => ({ affectedIdentities: new Set() });
+
+async function readPolicy(q: Sql, kind: PolicyKind, id: string): Promise<PolicyInput | undefined> {
+  const def = policyStores[kind];
+  const cols = Object.entries(def.columns) as Array<[RoleField, string]>;
+  const typeCol = kind === 'servicePolicy' ? ', policy_type' : '';
+  const row = await q.get<Record<string, string>>(`SELECT id, semantic${typeCol}, ${cols.map(([, c]) => c).join(', ')} FROM ${def.table} WHERE id = ?`, [id]);
+  if (!row) return undefined;
+  const roles: PolicyInput['roles'] = {};
+  for (const [field, col] of cols) roles[field] = JSON.parse(row[col]!) as string[];
+  return { id, kind, semantic: row.semantic as Semantic, type: row.policy_type as PolicyInput['type'], roles };
+}
+
+/** Role attributes of one entity as stored, or undefined when it does not exist (any more). */
+async function readEntity(q: Sql, kind: EntityKind, id: string): Promise<string[] | undefined> {
+  const def = entityStores[kind];
+  if (!(await q.get(def.name, [id]))) return undefined;
+  return (await q.all<{ attribute: string }>(`SELECT attribute FROM (${def.attributes}) AS a WHERE a.id = ?`, [id])).map((r) => r.attribute);
+}
+
+async function readIndex(q: Sql): Promise<AccessIndex> {
+  const fresh = new AccessIndex();
+  for (const kind of Object.keys(entityStores) as EntityKind[]) {
+    const def = entityStores[kind];
+    const attrs = new Map<string, string[]>();
+    for (const row of await q.all<{ id: string }>(def.ids)) attrs.set(row.id, []);
+    for (const row of await q.all<{ id: string; attribute: string }>(def.attributes)) attrs.get(row.id)?.push(row.attribute);
+    for (const [id, list] of attrs) fresh.setEntity(kind, id, list);
   }
-
-  function readPolicy(kind: PolicyKind, id: string): PolicyInput | undefined {
-    const store = policyStores[kind];
-    const cols = Object.entries(store.columns) as Array<[RoleField, string]>;
+  for (const kind of Object.keys(policyStores) as PolicyKind[]) {
+    const def = policyStores[kind];
+    const cols = Object.entries(def.columns) as Array<[RoleField, string]>;
     const typeCol = kind === 'servicePolicy' ? ', policy_type' : '';
-    const row = prepare(db, `SELECT id, semantic${typeCol}, ${cols.map(([, c]) => c).join(', ')} FROM ${store.table} WHERE id = ?`).get(id) as
-      | Record<string, string>
-      | undefined;
-    if (!row) return undefined;
-    const roles: PolicyInput['roles'] = {};
-    for (const [field, col] of cols) roles[field] = JSON.parse(row[col]!) as string[];
-    return { id, kind, semantic: row.semantic as Semantic, type: row.policy_type as PolicyInput['type'], roles };
+    const rows = await q.all<Record<string, string>>(`SELECT id, semantic${typeCol}, ${cols.map(([, c]) => c).join(', ')} FROM ${def.table}`);
+    for (const row of rows) {
+      const roles: PolicyInput['roles'] = {};
+      for (const [field, col] of cols) roles[field] = JSON.parse(row[col]!) as string[];
+      fresh.loadPolicy({ id: row.id!, kind, semantic: row.semantic as Semantic, type: row.policy_type as PolicyInput['type'], roles });
+    }
+  }
+  return fresh;
+}
+
+export function createAccessService(store: Store, clock: Clock, feed?: ChangeFeed) {
+  /** The committed index: what every request sees. */
+  let index = new AccessIndex();
+  /** The changes of each open transaction that changed access, in order; applied for good at its commit. */
+  const pending = new WeakMap<Tx, PendingChange[]>();
+  /**
+   * Reads of the store in progress (an index being built, feed rows being re-read): the changes of every
+   * transaction of this process that commits meanwhile are added to each, to be applied again once the read is
+   * in (its view of the store may predate them).
+   */
+  const watchers = new Set<PendingChange[]>();
+
+  /**
+   * Runs `fn` on the index as `q` sees it: the committed index plus the changes of `q` when it is an open
+   * transaction. Synchronous on purpose: the changes are applied, `fn` runs, and they are undone before anything
+   * else can run, so other requests only ever see the committed index. `fn` must not keep the index.
+   */
+  function withIndex<T>(q: Sql, fn: (index: AccessIndex) => T): T {
+    const changes = pending.get(q as Tx);
+    if (!changes || changes.length === 0) return fn(index);
+    const undos: Array<() => void> = [];
+    try {
+      for (const apply of changes) undos.push(apply(false).undo);
+      return fn(index);
+    } finally {
+      for (let i = undos.length - 1; i >= 0; i--) undos[i]!();
+    }
   }
 
-  /** Role attributes of one entity as stored, or undefined when it does not exist (any more). */
-  function readEntity(kind: EntityKind, id: string): string[] | undefined {
-    const store = entityStores[kind];
-    if (!prepare(db, store.name).get(id)) return undefined;
-    return (prepare(db, `SELECT attribute FROM (${store.attributes}) AS a WHERE a.id = ?`).all(id) as Array<{ attribute: string }>).map((r) => r.attribute);
+  /** Records one change of `tx` (applied for good at commit) and returns what it changes, seen from `tx`. */
+  function change(tx: Tx, apply: PendingChange): AccessChange {
+    const result = withIndex(tx, () => {
+      const applied = apply(true);
+      applied.undo();
+      return applied.change;
+    });
+    pending.get(tx)!.push(apply);
+    return result;
+  }
+
+  /** The committed transaction's changes become everybody's. */
+  function publish(tx: Tx): void {
+    const changes = pending.get(tx);
+    pending.delete(tx);
+    if (!changes || changes.length === 0) return;
+    for (const apply of changes) apply(false);
+    for (const missed of watchers) missed.push(...changes);
+  }
+
+  /**
+   * Reads with `read`, then (synchronously) applies what was read with `use` and, after it, the changes of this
+   * process's transactions that committed while reading: they are newer than what was read.
+   */
+  async function reading<T>(read: (watch: () => void) => Promise<T>, use: (value: T) => void): Promise<void> {
+    const missed: PendingChange[] = [];
+    try {
+      const value = await read(() => watchers.add(missed));
+      use(value);
+      for (const apply of missed) apply(false);
+    } finally {
+      watchers.delete(missed);
+    }
+  }
+
+  /** An index read from `q` (else from one snapshot of the store) becomes the committed index. */
+  function install(q?: Sql): Promise<void> {
+    return reading(
+      (watch) => {
+        const build = (s: Sql) => {
+          watch();
+          return readIndex(s);
+        };
+        return q ? build(q) : store.snapshot(build);
+      },
+      (fresh) => {
+        index = fresh;
+      },
+    );
+  }
+
+  /**
+   * Rebuilds the index from the store (from `q` when given, read as it is); with a feed, continues reading it
+   * from the head seen before (or with) the index.
+   */
+  async function load(q?: Sql): Promise<void> {
+    const at = feed ? await feed.head(q ?? store) : 0;
+    await install(q);
+    if (feed) await feed.loaded(at, q ?? store);
   }
 
   /**
    * Rows of the feed written by other processes: re-read each named record and apply it. A `set` that a
    * later row of the same batch names again is skipped (the later one re-reads the same current record);
-   * removals are always applied, as they also strip `@id` roles from the index's policies.
+   * removals are always applied, as they also strip `@id` roles from the index's policies. Records are read
+   * in the feed's view `q`, except inside a write transaction (the guard's catch-up): then as committed, never
+   * with the transaction's own changes. All are read before the index changes.
    */
-  function applyFeed(entries: readonly FeedEntry[]): void {
+  async function applyFeed(entries: readonly FeedEntry[], q: Sql): Promise<void> {
+    const source = q.inWrite ? undefined : q;
     if (entries.some((e) => e.op === 'reload' || e.kind === RELOAD_ALL)) {
-      index = readIndex();
+      await install(source);
       return;
     }
     const last = new Map<string, number>();
     entries.forEach((e, i) => last.set(`${e.kind}\u0000${e.entityId}`, i));
-    entries.forEach((e, i) => {
-      if (e.op === 'set' && last.get(`${e.kind}\u0000${e.entityId}`) !== i) return;
-      if (entityKinds.has(e.kind)) {
-        const kind = e.kind as EntityKind;
-        const attributes = e.op === 'set' ? readEntity(kind, e.entityId) : undefined;
-        if (attributes) index.setEntity(kind, e.entityId, attributes);
-        else index.removeEntity(kind, e.entityId);
-      } else if (policyKinds.has(e.kind) || e.kind === 'policy') {
-        const policy = e.op === 'set' && e.kind !== 'policy' ? readPolicy(e.kind as PolicyKind, e.entityId) : undefined;
-        // Another process already recorded the affected identities: no need to work them out again.
-        if (policy) index.loadPolicy(policy);
-        else index.removePolicy(e.entityId);
-      }
-    });
-  }
-
-  feed?.subscribe({ apply: applyFeed, reload: load });
-
-  function readIndex(): AccessIndex {
-    const fresh = new AccessIndex();
-    for (const kind of Object.keys(entityStores) as EntityKind[]) {
-      const store = entityStores[kind];
-      const attrs = new Map<string, string[]>();
-      for (const row of db.prepare(store.ids).all() as Array<{ id: string }>) attrs.set(row.id, []);
-      for (const row of db.prepare(store.attributes).all() as Array<{ id: string; attribute: string }>) attrs.get(row.id)?.push(row.attribute);
-      for (const [id, list] of attrs) fresh.setEntity(kind, id, list);
-    }
-    for (const kind of Object.keys(policyStores) as PolicyKind[]) {
-      const store = policyStores[kind];
-      const cols = Object.entries(store.columns) as Array<[RoleField, string]>;
-      const typeCol = kind === 'servicePolicy' ? ', policy_type' : '';
-      const rows = db.prepare(`SELECT id, semantic${typeCol}, ${cols.map(([, c]) => c).join(', ')} FROM ${store.table}`).all() as Array<Record<string, string>>;
-      for (const row of rows) {
-        const roles: PolicyInput['roles'] = {};
-        for (const [field, col] of cols) roles[field] = JSON.parse(row[col]!) as string[];
-        fresh.loadPolicy({ id: row.id!, kind, semantic: row.semantic as Semantic, type: row.policy_type as PolicyInput['type'], roles });
-      }
-    }
-    return fresh;
-  }
-
-  /** First access write of a transaction: catch up with other processes (under the write lock), arm the rollback reload. */
-  function guard(tx: Tx): void {
-    if (reloadOnRollback.has(tx)) return;
-    reloadOnRollback.add(tx);
-    feed?.catchUp();
-    tx.onRollback(load);
-  }
-
-  function emit(tx: Tx, kind: string, id: string, op: 'set' | 'remove' | 'reload'): void {
-    feed?.append(tx, kind, id, op);
-  }
-
-  /** Records that the services these identities see changed now. */
-  function touch(tx: Tx, identityIds: Iterable<string>): void {
-    const now = clock.now().toISOString();
-    const upsert = prepare(
-      tx.db,
-      'INSERT INTO identity_service_marks (identity_id, changed_at) VALUES (?, ?) ON CONFLICT(identity_id) DO UPDATE SET changed_at = excluded.changed_at',
+    await reading(
+      async (watch) => {
+        watch();
+        const read = source ?? store;
+        const steps: Array<() => void> = [];
+        for (const [i, e] of entries.entries()) {
+          if (e.op === 'set' && last.get(`${e.kind}\u0000${e.entityId}`) !== i) continue;
+          if (entityKinds.has(e.kind)) {
+            const kind = e.kind as EntityKind;
+            const attributes = e.op === 'set' ? await readEntity(read, kind, e.entityId) : undefined;
+            steps.push(() => {
+              if (attributes) index.setEntity(kind, e.entityId, attributes);
+              else index.removeEntity(kind, e.entityId);
+            });
+          } else if (policyKinds.has(e.kind) || e.kind === 'policy') {
+            const policy = e.op === 'set' && e.kind !== 'policy' ? await readPolicy(read, e.kind as PolicyKind, e.entityId) : undefined;
+            // Another process already recorded the affected identities: no need to work them out again.
+            steps.push(() => {
+              if (policy) index.loadPolicy(policy);
+              else index.removePolicy(e.entityId);
+            });
+          }
+        }
+        return steps;
+      },
+      (steps) => {
+        for (const step of steps) step();
+      },
     );
-    for (const id of identityIds) if (index.hasEntity('identity', id)) upsert.run(id, now);
+  }
+
+  // Outside a write the feed hands its snapshot (another snapshot must not be opened inside it); inside one, the
+  // index is still read as committed.
+  feed?.subscribe({ apply: (entries, q) => applyFeed(entries, q), reload: (q) => load(q.inWrite ? undefined : q) });
+
+  /** First access write of a transaction: catch up with other processes (under the write lock), arm commit and rollback. */
+  async function guard(tx: Tx): Promise<void> {
+    if (pending.has(tx)) return;
+    pending.set(tx, []);
+    tx.afterCommit(() => publish(tx));
+    tx.onRollback(() => pending.delete(tx));
+    await feed?.catchUp(tx);
+  }
+
+  async function emit(tx: Tx, kind: string, id: string, op: 'set' | 'remove' | 'reload'): Promise<void> {
+    await feed?.append(tx, kind, id, op);
+  }
+
+  /** Records that the services these identities see changed now (identities unknown to the index, as `tx` sees it, are skipped). */
+  async function touch(tx: Tx, identityIds: Iterable<string>): Promise<void> {
+    const now = clock.now().toISOString();
+    const known = withIndex(tx, (ix) => [...identityIds].filter((id) => ix.hasEntity('identity', id)));
+    for (const id of known) {
+      await tx.run(
+        'INSERT INTO identity_service_marks (identity_id, changed_at) VALUES (?, ?) ON CONFLICT(identity_id) DO UPDATE SET changed_at = excluded.changed_at',
+        [id, now],
+      );
+    }
   }
 
   /**
    * Marks the affected identities and ends their sessions for services they may no longer use with that
    * session's type (upstream's service policy enforcer does the same in the background).
    */
-  function record(tx: Tx, change: AccessChange): AccessChange {
+  async function record(tx: Tx, change: AccessChange): Promise<AccessChange> {
     if (change.affectedIdentities.size === 0) return change;
-    touch(tx, change.affectedIdentities);
-    const ids = idSetCondition('identity_id', change.affectedIdentities);
-    const sessions = tx.db.prepare(`SELECT id, identity_id, service_id, session_type FROM sessions WHERE ${ids.sql}`).all(...ids.params) as Array<{
-      id: string;
-      identity_id: string;
-      service_id: string;
-      session_type: string;
-    }>;
-    const remove = prepare(tx.db, 'DELETE FROM sessions WHERE id = ?');
-    for (const session of sessions) {
-      const allowed = index.permissions(session.identity_id, session.service_id);
-      if (!(session.session_type === 'Bind' ? allowed.bind : allowed.dial)) remove.run(session.id);
-    }
+    await touch(tx, change.affectedIdentities);
+    const ids = idSetCondition('identity_id', change.affectedIdentities, tx.dialect);
+    const sessions = await tx.all<{ id: string; identity_id: string; service_id: string; session_type: string }>(
+      `SELECT id, identity_id, service_id, session_type FROM sessions WHERE ${ids.sql}`,
+      ids.params,
+    );
+    const ended = withIndex(tx, (ix) =>
+      sessions.filter((session) => {
+        const allowed = ix.permissions(session.identity_id, session.service_id);
+        return !(session.session_type === 'Bind' ? allowed.bind : allowed.dial);
+      }),
+    );
+    for (const session of ended) await tx.run('DELETE FROM sessions WHERE id = ?', [session.id]);
     return change;
   }
 
   /** An entity was created or its role attributes changed. */
-  function entityChanged(tx: Tx, kind: EntityKind, id: string, attributes: readonly string[]): AccessChange {
-    guard(tx);
-    emit(tx, kind, id, 'set');
-    return record(tx, index.setEntity(kind, id, attributes));
+  async function entityChanged(tx: Tx, kind: EntityKind, id: string, attributes: readonly string[]): Promise<AccessChange> {
+    await guard(tx);
+    await emit(tx, kind, id, 'set');
+    const list = [...attributes];
+    return record(tx, change(tx, (note) => index.setEntityUndoable(kind, id, list, note)));
   }
 
   /**
    * An entity is being deleted: strip `@id` from every policy role list that names it (rewriting the
    * stored policies, as upstream does) and drop it from the index.
    */
-  function entityRemoved(tx: Tx, kind: EntityKind, id: string): AccessChange {
-    guard(tx);
-    emit(tx, kind, id, 'remove');
+  async function entityRemoved(tx: Tx, kind: EntityKind, id: string): Promise<AccessChange> {
+    await guard(tx);
+    await emit(tx, kind, id, 'remove');
     const role = `@${id}`;
     const now = clock.now().toISOString();
     for (const policyKind of Object.keys(policyStores) as PolicyKind[]) {
-      const store = policyStores[policyKind];
-      for (const [field, column] of Object.entries(store.columns) as Array<[RoleField, string]>) {
+      const def = policyStores[policyKind];
+      for (const [field, column] of Object.entries(def.columns) as Array<[RoleField, string]>) {
         if (roleFieldKind[field] !== kind) continue;
-        const rows = prepare(tx.db, `SELECT p.id, p.${column} AS roles FROM ${store.table} p JOIN policy_roles r ON r.policy_id = p.id WHERE r.field = ? AND r.role = ?`).all(
-          field,
-          role,
-        ) as Array<{ id: string; roles: string }>;
+        const rows = await tx.all<{ id: string; roles: string }>(
+          `SELECT p.id, p.${column} AS roles FROM ${def.table} p JOIN policy_roles r ON r.policy_id = p.id WHERE r.field = ? AND r.role = ?`,
+          [field, role],
+        );
         for (const row of rows) {
           const roles = (JSON.parse(row.roles) as string[]).filter((r) => r !== role);
-          prepare(tx.db, `UPDATE ${store.table} SET ${column} = ?, updated_at = ? WHERE id = ?`).run(JSON.stringify(roles), now, row.id);
-          prepare(tx.db, 'DELETE FROM policy_roles WHERE policy_id = ? AND field = ? AND role = ?').run(row.id, field, role);
-          emit(tx, policyKind, row.id, 'set');
+          await tx.run(`UPDATE ${def.table} SET ${column} = ?, updated_at = ? WHERE id = ?`, [JSON.stringify(roles), now, row.id]);
+          await tx.run('DELETE FROM policy_roles WHERE policy_id = ? AND field = ? AND role = ?', [row.id, field, role]);
+          await emit(tx, policyKind, row.id, 'set');
         }
       }
     }
-    const change = index.removeEntity(kind, id);
-    return record(tx, change);
+    return record(tx, change(tx, (note) => index.removeEntityUndoable(kind, id, note)));
   }
 
   /** A policy was created or updated (roles already validated and normalized). Writes its role rows. */
-  function policyChanged(tx: Tx, input: PolicyInput): AccessChange {
-    guard(tx);
-    emit(tx, input.kind, input.id, 'set');
-    prepare(tx.db, 'DELETE FROM policy_roles WHERE policy_id = ?').run(input.id);
-    const insert = prepare(tx.db, 'INSERT INTO policy_roles (policy_id, field, role) VALUES (?, ?, ?)');
-    for (const field of policyRoleFields[input.kind]) for (const r of input.roles[field] ?? []) insert.run(input.id, field, r);
-    return record(tx, index.setPolicy(input));
+  async function policyChanged(tx: Tx, input: PolicyInput): Promise<AccessChange> {
+    await guard(tx);
+    await emit(tx, input.kind, input.id, 'set');
+    await tx.run('DELETE FROM policy_roles WHERE policy_id = ?', [input.id]);
+    for (const field of policyRoleFields[input.kind]) {
+      for (const r of input.roles[field] ?? []) await tx.run('INSERT INTO policy_roles (policy_id, field, role) VALUES (?, ?, ?)', [input.id, field, r]);
+    }
+    const policy: PolicyInput = { ...input, roles: { ...input.roles } };
+    return record(tx, change(tx, (note) => index.setPolicyUndoable(policy, note)));
   }
 
-  function policyRemoved(tx: Tx, id: string): AccessChange {
-    guard(tx);
-    emit(tx, index.policyKind(id) ?? 'policy', id, 'remove');
-    prepare(tx.db, 'DELETE FROM policy_roles WHERE policy_id = ?').run(id);
-    return record(tx, index.removePolicy(id));
+  async function policyRemoved(tx: Tx, id: string): Promise<AccessChange> {
+    await guard(tx);
+    await emit(tx, withIndex(tx, (ix) => ix.policyKind(id)) ?? 'policy', id, 'remove');
+    await tx.run('DELETE FROM policy_roles WHERE policy_id = ?', [id]);
+    return record(tx, change(tx, (note) => index.removePolicyUndoable(id, note)));
   }
 
-  /** Rebuilds the index from the store inside a write that rewrote it wholesale, and tells the other processes to. */
-  function reload(tx: Tx): void {
-    guard(tx);
-    emit(tx, RELOAD_ALL, '*', 'reload');
-    index = readIndex();
+  /** Rebuilds the index from the store inside a write that rewrote it wholesale (as of commit), and tells the other processes to. */
+  async function reload(tx: Tx): Promise<void> {
+    await guard(tx);
+    await emit(tx, RELOAD_ALL, '*', 'reload');
+    const fresh = await readIndex(tx);
+    change(tx, () => {
+      const before = index;
+      index = fresh;
+      return {
+        change: NO_CHANGE(),
+        undo: () => {
+          index = before;
+        },
+      };
+    });
   }
 
-  /** Brings the index up to the newest change of other processes (before answering a request). */
-  function catchUp(): void {
-    feed?.catchUp();
+  /**
+   * Brings the index up to the newest change of other processes (before answering a request). False without a
+   * promise when there is nothing to read (see the feed's `catchUp`).
+   */
+  function catchUp(): Promise<boolean> | false {
+    return feed ? feed.catchUp() : false;
   }
 
-  /** Every identity that may use the service now (its record or configs changed). */
-  function touchServiceUsers(tx: Tx, serviceId: string): void {
-    touch(tx, index.identitiesOfService(serviceId));
+  /** Every identity that may use the service now, as `tx` sees it (its record or configs changed). */
+  async function touchServiceUsers(tx: Tx, serviceId: string): Promise<void> {
+    await touch(tx, withIndex(tx, (ix) => ix.identitiesOfService(serviceId)));
   }
 
   /** When the identity's visible services last changed, if ever recorded. */
-  function lastChangeAt(identityId: string): string | undefined {
-    const row = prepare(db, 'SELECT changed_at FROM identity_service_marks WHERE identity_id = ?').get(identityId) as { changed_at: string } | undefined;
+  async function lastChangeAt(identityId: string): Promise<string | undefined> {
+    const row = await store.get<{ changed_at: string }>('SELECT changed_at FROM identity_service_marks WHERE identity_id = ?', [identityId]);
     return row?.changed_at;
   }
 
@@ -304,36 +431,39 @@ export function createAccessService(db: Db, clock: Clock, feed?: ChangeFeed) {
    * Validates a policy role list and returns its stored form (sorted, de-duplicated): every entry `#…`
    * or `@…`, `#all` alone, every `@id` an existing entity of the field's kind.
    */
-  function validateRoles(tx: Tx, field: RoleField, roles: readonly string[] | null | undefined): string[] {
+  async function validateRoles(q: Sql, field: RoleField, roles: readonly string[] | null | undefined): Promise<string[]> {
     const list = sortedUnique(roles ?? []);
     const bad = list.filter((r) => parseRoleRef(r) === undefined);
     if (bad.length > 0) throw fieldError(field, ROLE_PREFIX_REASON, bad);
     if (list.includes('#all') && list.length > 1) throw fieldError(field, 'if using #all, it should be the only role specified', list);
-    const store = entityStores[roleFieldKind[field]];
-    const missing = list.filter((r) => r.startsWith('@') && prepare(tx.db, store.name).get(r.slice(1)) === undefined).map((r) => r.slice(1));
-    if (missing.length > 0) throw fieldError(field, `no ${store.word} found with the given ids`, missing);
+    const def = entityStores[roleFieldKind[field]];
+    const missing: string[] = [];
+    for (const r of list) if (r.startsWith('@') && (await q.get(def.name, [r.slice(1)])) === undefined) missing.push(r.slice(1));
+    if (missing.length > 0) throw fieldError(field, `no ${def.word} found with the given ids`, missing);
     return list;
   }
 
   /** `{role, name}` per role: `#x` shows itself, `@id` shows `@<name>`, unknown ids are dropped. */
-  function rolesDisplay(field: RoleField, roles: readonly string[] | null | undefined): RoleDisplay[] {
-    const store = entityStores[roleFieldKind[field]];
+  async function rolesDisplay(field: RoleField, roles: readonly string[] | null | undefined): Promise<RoleDisplay[]> {
+    const def = entityStores[roleFieldKind[field]];
     const out: RoleDisplay[] = [];
     for (const role of roles ?? []) {
       if (!role.startsWith('@')) {
         out.push({ role, name: role });
         continue;
       }
-      const row = prepare(db, store.name).get(role.slice(1)) as { name: string } | undefined;
+      const row = await store.get<{ name: string }>(def.name, [role.slice(1)]);
       if (row) out.push({ role, name: `@${row.name}` });
     }
     return out;
   }
 
   return {
+    /** The committed index (a transaction's own changes: `withIndex`). */
     get index(): AccessIndex {
       return index;
     },
+    withIndex,
     load,
     reload,
     catchUp,
@@ -349,26 +479,32 @@ export function createAccessService(db: Db, clock: Clock, feed?: ChangeFeed) {
   };
 }
 
-const membershipTablesOn = new WeakSet<Db>();
+const membershipTablesOn = new WeakSet<object>();
 
 /**
- * Table-valued functions over the live access index, so filters can name what a policy matches: for a service
- * policy id, `pc_service_policy_identities` and `pc_service_policy_services` list the identities and services its
- * role lists match now (`anyOf(identities) = "<id>"` on the service policy list). Registered once per connection.
+ * Table-valued functions over the live (committed) access index, so filters can name what a policy matches: for
+ * a service policy id, `pc_service_policy_identities` and `pc_service_policy_services` list the identities and
+ * services its role lists match now (`anyOf(identities) = "<id>"` on the service policy list). Registered once
+ * per connection, on both connections of the embedded store. SQLite only: a PostgreSQL store has no such
+ * functions (see the report of the store conversion).
  */
-export function registerMembershipTables(db: Db, access: AccessService): void {
-  if (membershipTablesOn.has(db)) return;
-  membershipTablesOn.add(db);
-  const table = (name: string, field: RoleField) =>
-    db.table(name, {
-      columns: ['member'],
-      parameters: ['policy_id'],
-      rows: function* (policyId: unknown) {
-        for (const member of access.index.membersOf(String(policyId), field)) yield { member };
-      },
-    });
-  table('pc_service_policy_identities', 'identityRoles');
-  table('pc_service_policy_services', 'serviceRoles');
+export function registerMembershipTables(store: Store, access: AccessService): void {
+  if (store.kind !== 'sqlite') return;
+  const { db, reader } = store as SqliteStore;
+  for (const connection of new Set([db, reader])) {
+    if (membershipTablesOn.has(connection)) continue;
+    membershipTablesOn.add(connection);
+    const table = (name: string, field: RoleField) =>
+      connection.table(name, {
+        columns: ['member'],
+        parameters: ['policy_id'],
+        rows: function* (policyId: unknown) {
+          for (const member of access.index.membersOf(String(policyId), field)) yield { member };
+        },
+      });
+    table('pc_service_policy_identities', 'identityRoles');
+    table('pc_service_policy_services', 'serviceRoles');
+  }
 }
 
 /**

@@ -5,26 +5,24 @@
  * booleans and zero counts are left out and `commonRouters` is null when there are none.
  */
 import { entityRef, identityRef, type EntityRefValue } from '../resources/entity-ref.ts';
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
+import type { Sql } from '../store/store.ts';
 import { notFound } from '../errors.ts';
 import type { AccessIndex } from './access-index.ts';
 
 
-export function policyAdvice(db: Db, index: AccessIndex, identityId: string, serviceId: string): Record<string, unknown> {
-  const identity = prepare(db, 'SELECT name, auth_policy_id FROM identities WHERE id = ?').get(identityId) as { name: string; auth_policy_id: string } | undefined;
+export async function policyAdvice(store: Sql, index: AccessIndex, identityId: string, serviceId: string): Promise<Record<string, unknown>> {
+  const identity = await store.get<{ name: string; auth_policy_id: string }>('SELECT name, auth_policy_id FROM identities WHERE id = ?', [identityId]);
   if (!identity) throw notFound('identity', identityId);
-  const service = prepare(db, 'SELECT name FROM services WHERE id = ?').get(serviceId) as { name: string } | undefined;
+  const service = await store.get<{ name: string }>('SELECT name FROM services WHERE id = ?', [serviceId]);
   if (!service) throw notFound('service', serviceId);
 
   const permissions = index.permissions(identityId, serviceId);
   const identityRouters = index.edgeRoutersOfIdentity(identityId);
   const serviceRouters = index.edgeRoutersOfService(serviceId);
-  const routerName = prepare(db, 'SELECT name FROM routers WHERE id = ? AND is_edge = 1');
   const common: Array<EntityRefValue & { isOnline: boolean }> = [];
   for (const routerId of identityRouters) {
     if (!serviceRouters.has(routerId)) continue;
-    const row = routerName.get(routerId) as { name: string } | undefined;
+    const row = await store.get<{ name: string }>('SELECT name FROM routers WHERE id = ? AND is_edge = 1', [routerId]);
     if (row) common.push({ ...entityRef('edge-routers', routerId, row.name), isOnline: false });
   }
   common.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

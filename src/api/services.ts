@@ -5,7 +5,7 @@ import type { EnrollMethod } from '../enrollment/enroll-method.ts';
 import type { EnrollmentService } from '../enrollment/enrollment.service.ts';
 import type { CaService } from '../resources/cas/ca.service.ts';
 import type { CertificateExtension } from '../resources/authenticators/certificate-extension.ts';
-import type { Db } from '../store/database.ts';
+import type { Store } from '../store/store.ts';
 import type { IdentityService } from '../resources/identities/identity.service.ts';
 import type { AuthenticatorService } from '../resources/authenticators/authenticator.service.ts';
 import type { AuthenticationService } from '../auth/authentication.service.ts';
@@ -41,7 +41,7 @@ import type { ControllerSettingService } from '../resources/controller-settings/
 import type { PostureService } from '../posture/posture.service.ts';
 
 export interface Services {
-  db: Db;
+  store: Store;
   /** Posture responses, posture data, refused session requests and posture enforcement. */
   posture: PostureService;
   /** Third-party CAs: CRUD, verification, and the trust pools of enrollment and cert login. */

@@ -7,9 +7,7 @@
  * in-memory times.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
-import { withTransaction, type Tx } from '../store/transaction.ts';
+import type { Store, Tx } from '../store/store.ts';
 import { newCuid, newToken } from '../ids.ts';
 import type { Clock } from '../resources/entity-service.ts';
 import type { TokenSeal } from './token-seal.ts';
@@ -71,7 +69,7 @@ export function decodeApiSessionRow(row: Record<string, unknown>): ApiSessionRec
 }
 
 export interface ApiSessionServiceOptions {
-  db: Db;
+  store: Store;
   clock: Clock;
   timeoutMs: number;
   /** How often in-memory activity marks are written and idle sessions removed. */
@@ -81,16 +79,16 @@ export interface ApiSessionServiceOptions {
 }
 
 /** Ends every API session of an identity (their certificates and sessions go with them), inside `tx`. */
-export function endApiSessionsOf(tx: Tx, identityId: string): void {
-  prepare(tx.db, 'DELETE FROM api_sessions WHERE identity_id = ?').run(identityId);
+export async function endApiSessionsOf(tx: Tx, identityId: string): Promise<void> {
+  await tx.run('DELETE FROM api_sessions WHERE identity_id = ?', [identityId]);
 }
 
 export function createApiSessionService(opts: ApiSessionServiceOptions) {
-  const { db, clock, timeoutMs } = opts;
+  const { store, clock, timeoutMs } = opts;
   const activity = new Map<string, number>();
   let timer: NodeJS.Timeout | undefined;
 
-  function create(tx: Tx, s: NewApiSession): { record: ApiSessionRecord; token: string } {
+  async function create(tx: Tx, s: NewApiSession): Promise<{ record: ApiSessionRecord; token: string }> {
     const token = newToken();
     const now = clock.now().toISOString();
     const record: ApiSessionRecord = {
@@ -111,28 +109,28 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
       updatedAt: now,
       tags: {},
     };
-    prepare(
-      tx.db,
+    await tx.run(
       `INSERT INTO api_sessions (id, token_hash, sealed_token, identity_id, authenticator_id, ip_address, config_types, is_mfa_required,
         is_mfa_complete, is_cert_extendable, improper_client_cert_chain, is_cert_extend_requested, is_cert_key_roll_requested,
         last_activity_at, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(
-      record.id,
-      record.tokenHash,
-      opts.seal ? opts.seal.seal(token, record.id) : null,
-      record.identityId,
-      record.authenticatorId,
-      record.ipAddress,
-      JSON.stringify(record.configTypes),
-      record.isMfaRequired ? 1 : 0,
-      record.isCertExtendable ? 1 : 0,
-      record.improperClientCertChain ? 1 : 0,
-      record.isCertExtendRequested ? 1 : 0,
-      record.isCertKeyRollRequested ? 1 : 0,
-      now,
-      now,
-      now,
+      [
+        record.id,
+        record.tokenHash,
+        opts.seal ? opts.seal.seal(token, record.id) : null,
+        record.identityId,
+        record.authenticatorId,
+        record.ipAddress,
+        JSON.stringify(record.configTypes),
+        record.isMfaRequired ? 1 : 0,
+        record.isCertExtendable ? 1 : 0,
+        record.improperClientCertChain ? 1 : 0,
+        record.isCertExtendRequested ? 1 : 0,
+        record.isCertKeyRollRequested ? 1 : 0,
+        now,
+        now,
+        now,
+      ],
     );
     return { record, token };
   }
@@ -147,8 +145,8 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
   }
 
   /** The stored session a token hash names, as stored (no idle check, no activity mark). */
-  function findByHash(hash: string): ApiSessionRecord | undefined {
-    const row = prepare(db, 'SELECT * FROM api_sessions WHERE token_hash = ?').get(hash) as Record<string, unknown> | undefined;
+  async function findByHash(hash: string): Promise<ApiSessionRecord | undefined> {
+    const row = await store.get('SELECT * FROM api_sessions WHERE token_hash = ?', [hash]);
     if (!row) return undefined;
     // The lookup is by hash; compare again in constant time so no code path compares secrets naively.
     if (!timingSafeEqual(Buffer.from(row.token_hash as string), Buffer.from(hash))) return undefined;
@@ -159,11 +157,11 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
    * The per-request half of resolving: undefined when the session is idle too long (by the newer of the
    * stored time and this process's mark), else marks activity now and returns the record.
    */
-  function touch(record: ApiSessionRecord): ApiSessionRecord | undefined {
+  async function touch(record: ApiSessionRecord): Promise<ApiSessionRecord | undefined> {
     const now = clock.now().getTime();
     if (!mark(record, now)) return undefined;
     const stored = storeAtOnce([record], now);
-    if (stored.length > 0) writeMarks(db, stored, now);
+    if (stored.length > 0) await store.write((tx) => writeMarks(tx, stored, now));
     return record;
   }
 
@@ -182,62 +180,60 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
     return records.filter((r) => now - Date.parse(r.lastActivityAt) > timeoutMs / 2).map((r) => r.id);
   }
 
-  function writeMarks(target: Db, ids: readonly string[], ms: number): void {
+  async function writeMarks(tx: Tx, ids: readonly string[], ms: number): Promise<void> {
     const at = new Date(ms).toISOString();
-    const write = prepare(target, 'UPDATE api_sessions SET last_activity_at = ? WHERE id = ? AND last_activity_at < ?');
-    for (const id of ids) write.run(at, id, at);
+    for (const id of ids) await tx.run('UPDATE api_sessions SET last_activity_at = ? WHERE id = ? AND last_activity_at < ?', [at, id, at]);
   }
 
   /**
    * Marks the sessions of these token hashes active (a router's heartbeat: its SDKs use them), in memory like
    * requests, flushed with them. Returns the hashes of no live session (unknown, or idle too long).
    */
-  function markActiveByHashes(hashes: readonly string[]): Set<string> {
+  async function markActiveByHashes(hashes: readonly string[]): Promise<Set<string>> {
     const now = clock.now().getTime();
     const unknown = new Set(hashes);
     const found: Array<{ id: string; lastActivityAt: string }> = [];
-    const read = prepare(db, 'SELECT id, last_activity_at FROM api_sessions WHERE token_hash = ?');
     for (const hash of unknown) {
-      const row = read.get(hash) as { id: string; last_activity_at: string } | undefined;
+      const row = await store.get<{ id: string; last_activity_at: string }>('SELECT id, last_activity_at FROM api_sessions WHERE token_hash = ?', [hash]);
       const record = row && { id: row.id, lastActivityAt: row.last_activity_at };
       if (!record || !mark(record, now)) continue;
       unknown.delete(hash);
       found.push(record);
     }
     const stored = storeAtOnce(found, now);
-    if (stored.length > 0) withTransaction(db, (tx) => writeMarks(tx.db, stored, now));
+    if (stored.length > 0) await store.write((tx) => writeMarks(tx, stored, now));
     return unknown;
   }
 
   /** The live session a token names, marking activity; undefined when unknown or idle too long. */
-  function resolve(token: string): ApiSessionRecord | undefined {
-    const record = findByHash(hashToken(token));
+  async function resolve(token: string): Promise<ApiSessionRecord | undefined> {
+    const record = await findByHash(hashToken(token));
     return record && touch(record);
   }
 
-  function get(id: string): ApiSessionRecord | undefined {
-    const row = prepare(db, 'SELECT * FROM api_sessions WHERE id = ?').get(id) as Record<string, unknown> | undefined;
+  async function get(id: string): Promise<ApiSessionRecord | undefined> {
+    const row = await store.get('SELECT * FROM api_sessions WHERE id = ?', [id]);
     return row ? decodeApiSessionRow(row) : undefined;
   }
 
-  function remove(tx: Tx, id: string): boolean {
+  async function remove(tx: Tx, id: string): Promise<boolean> {
     activity.delete(id);
-    return prepare(tx.db, 'DELETE FROM api_sessions WHERE id = ?').run(id).changes > 0;
+    return (await tx.run('DELETE FROM api_sessions WHERE id = ?', [id])).changes > 0;
   }
 
-  function removeForIdentity(tx: Tx, identityId: string): void {
-    endApiSessionsOf(tx, identityId);
+  async function removeForIdentity(tx: Tx, identityId: string): Promise<void> {
+    await endApiSessionsOf(tx, identityId);
   }
 
   /** Writes pending activity marks, then deletes sessions idle longer than the timeout. */
-  function maintain(): void {
+  async function maintain(): Promise<void> {
     const marks = [...activity.entries()];
     activity.clear();
     const cutoff = new Date(clock.now().getTime() - timeoutMs).toISOString();
     try {
-      withTransaction(db, (tx) => {
-        for (const [id, ms] of marks) writeMarks(tx.db, [id], ms);
-        prepare(tx.db, 'DELETE FROM api_sessions WHERE last_activity_at < ?').run(cutoff);
+      await store.write(async (tx) => {
+        for (const [id, ms] of marks) await writeMarks(tx, [id], ms);
+        await tx.run('DELETE FROM api_sessions WHERE last_activity_at < ?', [cutoff]);
       });
     } catch (err) {
       // Not written (store full or busy): keep the marks for the next pass, newest wins.
@@ -246,21 +242,26 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
     }
   }
 
+  /** The pass under way, if any: passes never overlap (a tick that finds one running skips). */
+  let running: Promise<void> | undefined;
+
   function start(): void {
     timer ??= setInterval(() => {
-      try {
-        if (db.open) maintain();
-      } catch {
-        // Retried on the next tick; the marks were kept.
-      }
+      if (running) return;
+      // A failed pass (store busy or closing) is retried on the next tick; the marks were kept.
+      running = maintain()
+        .catch(() => undefined)
+        .finally(() => (running = undefined));
     }, opts.maintenanceIntervalMs ?? 5000);
     timer.unref();
   }
 
-  function stop(): void {
+  /** Stops the timer and writes what is pending (after a pass under way); call before the store closes. */
+  async function stop(): Promise<void> {
     if (timer) clearInterval(timer);
     timer = undefined;
-    if (db.open) maintain();
+    await running;
+    await maintain();
   }
 
   return { create, resolve, findByHash, touch, markActiveByHashes, get, remove, removeForIdentity, expiresAt, lastActivityMs, maintain, start, stop, timeoutMs };

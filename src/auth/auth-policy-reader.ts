@@ -3,8 +3,7 @@
  * to know whether it is allowed for the identity (and the password rules and lockout), and the secondary
  * ones, which decide whether an API session stays partial until MFA or a second JWT is presented.
  */
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
+import type { Sql } from '../store/store.ts';
 
 export interface PrimarySettings {
   cert: { allowed: boolean; allowExpiredCerts: boolean };
@@ -26,18 +25,18 @@ export interface SecondarySettings {
 }
 
 export interface AuthPolicyReader {
-  primary(id: string): PrimarySettings | undefined;
-  secondary(id: string): SecondarySettings | undefined;
+  primary(id: string): Promise<PrimarySettings | undefined>;
+  secondary(id: string): Promise<SecondarySettings | undefined>;
 }
 
-export function createAuthPolicyReader(db: Db): AuthPolicyReader {
+export function createAuthPolicyReader(store: Sql): AuthPolicyReader {
   return {
-    primary(id) {
-      const row = prepare(db, 'SELECT primary_settings FROM auth_policies WHERE id = ?').get(id) as { primary_settings: string } | undefined;
+    async primary(id) {
+      const row = await store.get<{ primary_settings: string }>('SELECT primary_settings FROM auth_policies WHERE id = ?', [id]);
       return row ? (JSON.parse(row.primary_settings) as PrimarySettings) : undefined;
     },
-    secondary(id) {
-      const row = prepare(db, 'SELECT secondary_settings FROM auth_policies WHERE id = ?').get(id) as { secondary_settings: string } | undefined;
+    async secondary(id) {
+      const row = await store.get<{ secondary_settings: string }>('SELECT secondary_settings FROM auth_policies WHERE id = ?', [id]);
       return row ? (JSON.parse(row.secondary_settings) as SecondarySettings) : undefined;
     },
   };

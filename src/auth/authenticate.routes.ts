@@ -72,16 +72,16 @@ export function authenticationRoutes(deps: {
 }): RouteSpec[] {
   const { auth, identities, authenticators } = deps;
   const tag = 'Authentication';
-  const ownAuthenticator = (req: FastifyRequest) => {
+  const ownAuthenticator = async (req: FastifyRequest) => {
     const caller = callerOf(req);
     const id = (req.params as { id: string }).id;
-    const found = authenticators.find(id);
+    const found = await authenticators.find(id);
     if (!found || found.identityId !== caller.identity.id) throw notFound('authenticator', id);
     return found;
   };
   /** The caller's own authenticator links to where the caller may reach it. */
-  const presentOwn = (values: Values) => ({
-    ...authenticators.present(values),
+  const presentOwn = async (values: Values) => ({
+    ...(await authenticators.present(values)),
     _links: { self: { href: `./current-identity/authenticators/${String(values.id)}` } },
   });
   return [
@@ -97,7 +97,7 @@ export function authenticationRoutes(deps: {
           peerCertificates: peerCertificates(req),
           headers: req.headers,
         });
-        const detail = auth.presentCurrent(record, token, authQueries);
+        const detail = await auth.presentCurrent(record, token, authQueries);
         reply
           .header('zt-session', token)
           .header('expiration-seconds', String(detail.expirationSeconds))
@@ -113,16 +113,16 @@ export function authenticationRoutes(deps: {
       method: 'GET', url: '/current-api-session', operationId: 'getCurrentAPISession', tag: 'Current API Session',
       summary: 'The API session of the caller', access: 'partial',
       response: { 200: detailEnvelope(currentApiSessionDetail) },
-      handler: (req) => {
+      handler: async (req) => {
         const caller = callerOf(req);
-        return ok(auth.presentCurrent(caller.apiSession, caller.token, caller.authQueries));
+        return ok(await auth.presentCurrent(caller.apiSession, caller.token, caller.authQueries));
       },
     },
     {
       method: 'DELETE', url: '/current-api-session', operationId: 'deleteCurrentApiSession', tag: 'Current API Session',
       summary: 'Log out: end the API session of the caller', access: 'partial', response: { 200: emptyEnvelope },
-      handler: (req) => {
-        auth.logout(callerOf(req));
+      handler: async (req) => {
+        await auth.logout(callerOf(req));
         return empty();
       },
     },
@@ -130,8 +130,8 @@ export function authenticationRoutes(deps: {
       method: 'GET', url: '/current-identity', operationId: 'getCurrentIdentity', tag: 'Current Identity',
       summary: 'The identity of the caller', access: 'session',
       response: { 200: detailEnvelope(identityResource.schemas.detail, 'null') },
-      handler: (req) => {
-        const detail = identities.present(identities.get(callerOf(req).identity.id));
+      handler: async (req) => {
+        const detail = await identities.present(await identities.get(callerOf(req).identity.id));
         // The caller's own identity links to the caller-relative paths, not to ./identities/<id>.
         detail._links = { self: { href: './current-identity' }, mfa: { href: './current-identity/mfa' } };
         return okNullMeta(detail);
@@ -141,16 +141,18 @@ export function authenticationRoutes(deps: {
       method: 'GET', url: '/current-identity/authenticators', operationId: 'listCurrentIdentityAuthenticators', tag: 'Current API Session',
       summary: "List the caller's authenticators", access: 'session', querystring: ListQuery,
       response: { 200: listEnvelope(authenticatorResource.schemas.detail) },
-      handler: (req) => {
-        const r = authenticators.listForIdentity(callerOf(req).identity.id, listRequest(req));
-        return list(r.items.map(presentOwn), r.page, r.filterableFields);
+      handler: async (req) => {
+        const r = await authenticators.listForIdentity(callerOf(req).identity.id, listRequest(req));
+        const items: Array<Record<string, unknown>> = [];
+        for (const item of r.items) items.push(await presentOwn(item));
+        return list(items, r.page, r.filterableFields);
       },
     },
     {
       method: 'GET', url: '/current-identity/authenticators/:id', operationId: 'detailCurrentIdentityAuthenticator', tag: 'Current API Session',
       summary: "Retrieve one of the caller's authenticators", access: 'session', params: IdParams,
       response: { 200: detailEnvelope(authenticatorResource.schemas.detail) },
-      handler: (req) => ok(presentOwn(ownAuthenticator(req))),
+      handler: async (req) => ok(await presentOwn(await ownAuthenticator(req))),
     },
     ...(['patch', 'put'] as const).map(
       (mode): RouteSpec => ({

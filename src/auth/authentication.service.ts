@@ -4,9 +4,7 @@
  * every request. Also renders the API session read models (current and management views).
  */
 import { identityRef } from '../resources/entity-ref.ts';
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
-import { withTransaction } from '../store/transaction.ts';
+import type { Sql, Store } from '../store/store.ts';
 import { ApiError } from '../errors.ts';
 import type { Caller } from '../http/caller.ts';
 import type { IdentityService } from '../resources/identities/identity.service.ts';
@@ -17,14 +15,14 @@ import type { AuthMethod, AuthRequest } from './methods/auth-method.ts';
 import type { AuthQuery, SecondaryFactors, SecondaryState } from './secondary-factors.ts';
 
 export interface AuthenticationDeps {
-  db: Db;
+  store: Store;
   identities: IdentityService;
   apiSessions: ApiSessionService;
   methods: AuthMethod[];
   /** Secondary factors (MFA, required external JWT); without them every session is full. */
   secondary?: SecondaryFactors;
   /** Whether the identity has a verified MFA record (its sessions then start partial). */
-  mfaEnabled?: (identityId: string) => boolean;
+  mfaEnabled?: (identityId: string) => boolean | Promise<boolean>;
   /** The clock the identity summaries are computed with (the system clock by default). */
   clock?: Clock;
   /** Most token hashes the caller cache holds (caller-cache.ts). */
@@ -32,14 +30,13 @@ export interface AuthenticationDeps {
 }
 
 /** `configTypes` on authenticate: names or ids, `all` wins, unknown entries are dropped; ids come back. */
-export function resolveConfigTypes(db: Db, requested: unknown): string[] {
+export async function resolveConfigTypes(q: Sql, requested: unknown): Promise<string[]> {
   if (!Array.isArray(requested)) return [];
   const list = requested.filter((x): x is string => typeof x === 'string');
   if (list.includes('all')) return ['all'];
   const ids = new Set<string>();
-  const byIdOrName = prepare(db, 'SELECT id FROM config_types WHERE id = ? OR name = ?');
   for (const entry of list) {
-    const row = byIdOrName.get(entry, entry) as { id: string } | undefined;
+    const row = await q.get<{ id: string }>('SELECT id FROM config_types WHERE id = ? OR name = ?', [entry, entry]);
     if (row) ids.add(row.id);
   }
   return [...ids];
@@ -67,7 +64,7 @@ export function goTimeString(d: Date): string {
 }
 
 export function createAuthenticationService(deps: AuthenticationDeps) {
-  const { db, identities, apiSessions } = deps;
+  const { store, identities, apiSessions } = deps;
   const clock = deps.clock ?? systemClock;
   const methods = new Map(deps.methods.map((m) => [m.name, m]));
 
@@ -77,14 +74,14 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
     const outcome = await method.authenticate(req);
     const envInfo = pickInfo(req.body.envInfo, envInfoKeys);
     const sdkInfo = pickInfo(req.body.sdkInfo, sdkInfoKeys);
-    const configTypes = resolveConfigTypes(db, req.body.configTypes);
-    const authPolicyId = identities.summary(outcome.identityId)?.authPolicyId ?? 'default';
+    const configTypes = await resolveConfigTypes(store, req.body.configTypes);
+    const authPolicyId = (await identities.summary(outcome.identityId))?.authPolicyId ?? 'default';
     // As upstream: required only when the identity has verified MFA. A policy that requires TOTP of an identity
     // without MFA still leaves the TOTP query pending (secondary-factors.ts), but the session does not claim MFA.
-    const isMfaRequired = deps.mfaEnabled?.(outcome.identityId) ?? false;
-    const session = withTransaction(db, (tx) => {
-      if (envInfo) prepare(tx.db, 'UPDATE identities SET env_info = ? WHERE id = ?').run(JSON.stringify(envInfo), outcome.identityId);
-      if (sdkInfo) prepare(tx.db, 'UPDATE identities SET sdk_info = ? WHERE id = ?').run(JSON.stringify(sdkInfo), outcome.identityId);
+    const isMfaRequired = (await deps.mfaEnabled?.(outcome.identityId)) ?? false;
+    const session = await store.write(async (tx) => {
+      if (envInfo) await tx.run('UPDATE identities SET env_info = ? WHERE id = ?', [JSON.stringify(envInfo), outcome.identityId]);
+      if (sdkInfo) await tx.run('UPDATE identities SET sdk_info = ? WHERE id = ?', [JSON.stringify(sdkInfo), outcome.identityId]);
       return apiSessions.create(tx, {
         identityId: outcome.identityId,
         authenticatorId: outcome.authenticatorId,
@@ -104,15 +101,15 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
   }
 
   const callers = createCallerCache({
-    db,
+    store,
     now: () => clock.now().getTime(),
     maxEntries: deps.callerCacheSize,
-    load(hash) {
-      const session = apiSessions.findByHash(hash);
+    async load(hash) {
+      const session = await apiSessions.findByHash(hash);
       if (!session) return undefined;
-      const identity = identities.summary(session.identityId);
+      const identity = await identities.summary(session.identityId);
       if (!identity) return undefined;
-      return { session, identity, secondary: deps.secondary?.settings(identity.authPolicyId) };
+      return { session, identity, secondary: await deps.secondary?.settings(identity.authPolicyId) };
     },
   });
 
@@ -122,30 +119,27 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
 
   /**
    * The Caller a `zt-session` token names on this request, or undefined (unknown, idle too long, identity
-   * gone or disabled). Answers without a promise unless a secondary external JWT has to be verified.
+   * gone or disabled). Reads the store as before: the caller cache's counters (and the rows on a miss), an
+   * activity mark only when one is due.
    */
-  function resolveCaller(
-    token: string,
-    headers: Record<string, string | string[] | undefined> = {},
-  ): Caller | undefined | Promise<Caller | undefined> {
-    const state = callers.get(hashToken(token));
-    if (!state || !apiSessions.touch(state.session)) return undefined;
+  async function resolveCaller(token: string, headers: Record<string, string | string[] | undefined> = {}): Promise<Caller | undefined> {
+    const state = await callers.get(hashToken(token));
+    if (!state || !(await apiSessions.touch(state.session))) return undefined;
     if (state.identity.disabled) return undefined;
     const apiSession = state.session;
     if (!deps.secondary) {
       return callerOf(token, state, { authQueries: apiSession.isMfaRequired && !apiSession.isMfaComplete ? [{}] : [] });
     }
-    const secondary = deps.secondary.evaluateWith(apiSession, state.secondary, headers);
-    return secondary instanceof Promise ? secondary.then((s) => callerOf(token, state, s)) : callerOf(token, state, secondary);
+    return callerOf(token, state, await deps.secondary.evaluateWith(apiSession, state.secondary, headers));
   }
 
-  function logout(caller: Caller): void {
-    withTransaction(db, (tx) => apiSessions.remove(tx, caller.apiSession.id));
+  async function logout(caller: Caller): Promise<void> {
+    await store.write((tx) => apiSessions.remove(tx, caller.apiSession.id));
   }
 
   /** apiSessionDetail (management view); `token` is only known to the session's own caller. */
-  function presentApiSession(s: ApiSessionRecord, token?: string): Record<string, unknown> {
-    const owner = prepare(db, 'SELECT name, auth_policy_id FROM identities WHERE id = ?').get(s.identityId) as { name: string; auth_policy_id: string } | undefined;
+  async function presentApiSession(s: ApiSessionRecord, token?: string): Promise<Record<string, unknown>> {
+    const owner = await store.get<{ name: string; auth_policy_id: string }>('SELECT name, auth_policy_id FROM identities WHERE id = ?', [s.identityId]);
     const cached = new Date(apiSessions.lastActivityMs(s)).toISOString();
     const out: Record<string, unknown> = {
       _links: { self: { href: `./api-sessions/${s.id}` }, sessions: { href: `./api-sessions/${s.id}/sessions` } },
@@ -174,9 +168,9 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
   }
 
   /** currentApiSessionDetail: the management view plus expiry, for the session's own caller. */
-  function presentCurrent(s: ApiSessionRecord, token: string, authQueries: AuthQuery[] = []): Record<string, unknown> {
+  async function presentCurrent(s: ApiSessionRecord, token: string, authQueries: AuthQuery[] = []): Promise<Record<string, unknown>> {
     return {
-      ...presentApiSession(s, token),
+      ...(await presentApiSession(s, token)),
       authQueries,
       expirationSeconds: Math.round(apiSessions.timeoutMs / 1000),
       expiresAt: apiSessions.expiresAt(s).toISOString(),

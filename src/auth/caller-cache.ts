@@ -12,10 +12,10 @@
  * disabled are kept, and only used at or after the time they were read.
  *
  * Entries are frozen: a request that tried to change shared state would fail loudly, not leak into the
- * next one. Size is bounded (oldest entry dropped first).
+ * next one. Size is bounded (oldest entry dropped first). Lookups of concurrent requests interleave: a state
+ * is kept only when the counters it was read under are still the current ones when it arrives.
  */
-import type { Db } from '../store/database.ts';
-import { tableVersions } from '../store/table-versions.ts';
+import type { Store } from '../store/store.ts';
 import type { ApiSessionRecord } from './api-session.service.ts';
 import type { IdentitySummary } from '../resources/identities/identity.service.ts';
 import type { SecondarySettings } from './auth-policy-reader.ts';
@@ -28,9 +28,9 @@ export interface CallerState {
 }
 
 export interface CallerCacheOptions {
-  db: Db;
+  store: Store;
   /** Reads the state a token hash names from the store; undefined when there is no such session or identity. */
-  load(hash: string): CallerState | undefined;
+  load(hash: string): Promise<CallerState | undefined>;
   /** Milliseconds since the epoch, on the clock the identity summary's `disabled` is computed with. */
   now(): number;
   maxEntries?: number;
@@ -56,20 +56,22 @@ function freeze(state: CallerState): CallerState {
 
 export function createCallerCache(opts: CallerCacheOptions) {
   const maxEntries = opts.maxEntries ?? defaultMaxCallerEntries;
-  const versions = tableVersions(opts.db, ['api_sessions', 'api_session_activity', 'identities', 'auth_policies']);
+  const versions = opts.store.versions(['api_sessions', 'api_session_activity', 'identities', 'auth_policies']);
   const entries = new Map<string, Entry>();
   let version: string | undefined;
 
   /** The state a token hash names, as the store holds it now (from the cache when that is still exact). */
-  function get(hash: string): CallerState | undefined {
-    const current = versions();
+  async function get(hash: string): Promise<CallerState | undefined> {
+    const current = await versions();
     if (current !== version) {
       entries.clear();
       version = current;
     }
     const hit = entries.get(hash);
     if (hit && opts.now() >= hit.readAt) return hit.state;
-    const state = opts.load(hash);
+    const state = await opts.load(hash);
+    // Counters moved while it was read (another lookup saw them): the entries now belong to a newer reading.
+    if (version !== current) return state;
     if (!state) {
       entries.delete(hash);
       return undefined;

@@ -5,8 +5,7 @@
  * but enforces none of them; Portcullis enforces them on purpose. A violation is 400 COULD_NOT_VALIDATE
  * naming the `password` field and every rule it breaks; the password itself is never echoed.
  */
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
+import type { Sql } from '../store/store.ts';
 import { fieldError } from '../errors.ts';
 import type { PrimarySettings } from './auth-policy-reader.ts';
 
@@ -22,11 +21,11 @@ export function passwordRuleViolations(password: string, updb: Partial<PrimarySe
 }
 
 /** Throws the field error when `password` breaks a rule of the auth policy of `identityId`. */
-export function assertPasswordRules(db: Db, identityId: string, password: string): void {
-  const row = prepare(
-    db,
+export async function assertPasswordRules(q: Sql, identityId: string, password: string): Promise<void> {
+  const row = await q.get<{ primary_settings: string }>(
     `SELECT p.primary_settings FROM identities i JOIN auth_policies p ON p.id = COALESCE(NULLIF(i.auth_policy_id, ''), 'default') WHERE i.id = ?`,
-  ).get(identityId) as { primary_settings: string } | undefined;
+    [identityId],
+  );
   if (!row) return;
   const updb = (JSON.parse(row.primary_settings) as Partial<PrimarySettings>).updb ?? {};
   const violations = passwordRuleViolations(password, updb);

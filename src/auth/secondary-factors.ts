@@ -10,8 +10,7 @@
  */
 import { covers } from './rights.ts';
 import { identityRights } from '../resources/identities/identity-rights.ts';
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
+import type { Store } from '../store/store.ts';
 import type { AuthPolicyReader, SecondarySettings } from './auth-policy-reader.ts';
 import { bearerTokens, ExternalJwtError, resolveClaim, type SignerTokens } from '../resources/external-jwt-signers/signer-tokens.ts';
 
@@ -50,17 +49,17 @@ export interface SessionFlags {
   isMfaComplete: boolean;
 }
 
-export function createSecondaryFactors(deps: { db: Db; policies: AuthPolicyReader; signers?: SignerTokens }) {
-  const { db, policies, signers } = deps;
+export function createSecondaryFactors(deps: { store: Store; policies: AuthPolicyReader; signers?: SignerTokens }) {
+  const { store, policies, signers } = deps;
 
-  function identityOf(useExternalId: boolean, claimValue: string): string | undefined {
+  async function identityOf(useExternalId: boolean, claimValue: string): Promise<string | undefined> {
     if (!useExternalId) return claimValue;
-    const row = prepare(db, 'SELECT id FROM identities WHERE external_id = ?').get(claimValue) as { id: string } | undefined;
+    const row = await store.get<{ id: string }>('SELECT id FROM identities WHERE external_id = ?', [claimValue]);
     return row?.id;
   }
 
   async function checkSigner(signerId: string, identityId: string, headers: Record<string, string | string[] | undefined>): Promise<Outcome> {
-    const signer = signers?.byId(signerId);
+    const signer = await signers?.byId(signerId);
     if (!signers || !signer || !signer.enabled) return 'missing';
     let outcome: Outcome = 'missing';
     for (const token of bearerTokens(headers)) {
@@ -74,31 +73,32 @@ export function createSecondaryFactors(deps: { db: Db; policies: AuthPolicyReade
       }
       const value = resolveClaim(claims, signer.claimsProperty);
       // A signer proves only identities whose rights its stamped rights cover (auth/rights.ts).
-      const trusted = () => identityRights(db, identityId).every((owner) => covers(signer.trust, owner));
-      if (typeof value === 'string' && identityOf(signer.useExternalId, value) === identityId && trusted()) return 'ok';
+      const trusted = async () => (await identityRights(store, identityId)).every((owner) => covers(signer.trust, owner));
+      if (typeof value === 'string' && (await identityOf(signer.useExternalId, value)) === identityId && (await trusted())) return 'ok';
       // A valid token of somebody else, or from a signer not trusted for this identity, does not prove it.
       if (outcome === 'missing') outcome = 'invalid';
     }
     return outcome;
   }
 
-  function extJwtQuery(signerId: string): AuthQuery {
-    const row = prepare(db, 'SELECT external_auth_url, client_id, scopes FROM external_jwt_signers WHERE id = ?').get(signerId) as
-      | { external_auth_url: string | null; client_id: string | null; scopes: string | null }
-      | undefined;
+  async function extJwtQuery(signerId: string): Promise<AuthQuery> {
+    const row = await store.get<{ external_auth_url: string | null; client_id: string | null; scopes: string | null }>(
+      'SELECT external_auth_url, client_id, scopes FROM external_jwt_signers WHERE id = ?',
+      [signerId],
+    );
     const query: AuthQuery = { typeId: 'EXT-JWT', provider: 'url', httpUrl: row?.external_auth_url ?? '', id: signerId };
     if (row?.client_id) query.clientId = row.client_id;
     query.scopes = row?.scopes ? (JSON.parse(row.scopes) as string[]) : [];
     return query;
   }
 
-  function challenge(signerId: string, outcome: Exclude<Outcome, 'ok'>): string {
-    const issuer = signers?.byId(signerId)?.issuer ?? '';
+  async function challenge(signerId: string, outcome: Exclude<Outcome, 'ok'>): Promise<string> {
+    const issuer = (await signers?.byId(signerId))?.issuer ?? '';
     return `Bearer realm="openziti-secondary-ext-jwt" error="${outcome}" error_description="${descriptions[outcome]}" id="${signerId}" issuer="${issuer}"`;
   }
 
   /** The secondary settings of an auth policy (the default policy for none). */
-  function settings(authPolicyId: string): SecondarySettings | undefined {
+  function settings(authPolicyId: string): Promise<SecondarySettings | undefined> {
     return policies.secondary(authPolicyId || 'default');
   }
 
@@ -115,10 +115,10 @@ export function createSecondaryFactors(deps: { db: Db; policies: AuthPolicyReade
     if ((session.isMfaRequired || secondary?.requireTotp === true) && !session.isMfaComplete) authQueries.push({ ...totpAuthQuery });
     const signerId = secondary?.requireExtJwtSigner;
     if (!signerId) return { authQueries };
-    return checkSigner(signerId, session.identityId, headers).then((outcome): SecondaryState => {
+    return checkSigner(signerId, session.identityId, headers).then(async (outcome): Promise<SecondaryState> => {
       if (outcome === 'ok') return { authQueries };
-      authQueries.push(extJwtQuery(signerId));
-      return { authQueries, challenge: challenge(signerId, outcome) };
+      authQueries.push(await extJwtQuery(signerId));
+      return { authQueries, challenge: await challenge(signerId, outcome) };
     });
   }
 
@@ -128,7 +128,7 @@ export function createSecondaryFactors(deps: { db: Db; policies: AuthPolicyReade
     authPolicyId: string,
     headers: Record<string, string | string[] | undefined>,
   ): Promise<SecondaryState> {
-    return evaluateWith(session, settings(authPolicyId), headers);
+    return evaluateWith(session, await settings(authPolicyId), headers);
   }
 
   return { evaluate, evaluateWith, settings };

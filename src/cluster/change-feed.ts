@@ -20,9 +20,7 @@
  * `change_feed_trim`; a reader whose position is below it has missed rows and rebuilds from the store.
  */
 import { randomBytes } from 'node:crypto';
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
-import { withTransaction, type Tx } from '../store/transaction.ts';
+import type { Sql, Store, Tx } from '../store/store.ts';
 
 export type FeedOp = 'set' | 'remove' | 'reload';
 
@@ -38,10 +36,10 @@ export interface FeedEntry {
 }
 
 export interface FeedSubscriber {
-  /** Rows written by other processes, in seq order, to apply to in-memory state. */
-  apply(entries: readonly FeedEntry[]): void;
+  /** Rows written by other processes, in seq order, to apply to in-memory state (`q` reads the same view). */
+  apply(entries: readonly FeedEntry[], q: Sql): Promise<void> | void;
   /** Rebuild everything from the store (the reader fell behind a trim). Must call `feed.loaded(head)`. */
-  reload(): void;
+  reload(q: Sql): Promise<void> | void;
 }
 
 export interface ChangeFeedOptions {
@@ -73,7 +71,7 @@ export function newOrigin(): string {
   return `${process.pid}-${randomBytes(6).toString('hex')}`;
 }
 
-export function createChangeFeed(db: Db, options: ChangeFeedOptions = {}) {
+export function createChangeFeed(store: Store, options: ChangeFeedOptions = {}) {
   const origin = options.origin ?? newOrigin();
   const now = options.now ?? Date.now;
   const retentionMs = options.retentionMs ?? 10 * 60_000;
@@ -86,24 +84,24 @@ export function createChangeFeed(db: Db, options: ChangeFeedOptions = {}) {
   let lastProbe: unknown = Symbol('never');
   let timer: NodeJS.Timeout | undefined;
 
-  function append(tx: Tx, kind: string, entityId: string, op: FeedOp): void {
-    prepare(tx.db, 'INSERT INTO change_feed (kind, entity_id, op, origin, created_at) VALUES (?, ?, ?, ?, ?)').run(
+  async function append(tx: Tx, kind: string, entityId: string, op: FeedOp): Promise<void> {
+    await tx.run('INSERT INTO change_feed (kind, entity_id, op, origin, created_at) VALUES (?, ?, ?, ?, ?)', [
       kind,
       entityId,
       op,
       origin,
       new Date(now()).toISOString(),
-    );
+    ]);
   }
 
-  function trimmedThrough(): number {
-    return (prepare(db, 'SELECT trimmed_through FROM change_feed_trim WHERE id = 1').get() as { trimmed_through: number } | undefined)?.trimmed_through ?? 0;
+  async function trimmedThrough(q: Sql): Promise<number> {
+    return (await q.value<number>('SELECT trimmed_through FROM change_feed_trim WHERE id = 1')) ?? 0;
   }
 
   /** The newest seq ever written (the trim mark when every row has been trimmed). */
-  function head(): number {
-    const row = prepare(db, 'SELECT MAX(seq) AS seq FROM change_feed').get() as { seq: number | null };
-    return Math.max(row.seq ?? 0, trimmedThrough());
+  async function head(q: Sql = store): Promise<number> {
+    const seq = await q.value<number | null>('SELECT MAX(seq) AS seq FROM change_feed');
+    return Math.max(seq ?? 0, await trimmedThrough(q));
   }
 
   function expireGaps(): void {
@@ -115,47 +113,76 @@ export function createChangeFeed(db: Db, options: ChangeFeedOptions = {}) {
    * The subscriber rebuilt its state from the store after reading `at = head()`: continue from there. Seqs
    * just below it that are not (yet) in the table are remembered as gaps.
    */
-  function loaded(at: number): void {
+  async function loaded(at: number, q: Sql = store): Promise<void> {
     gaps.clear();
-    const from = Math.max(at - LOAD_GAP_SCAN, trimmedThrough());
-    const seen = new Set(
-      (prepare(db, 'SELECT seq FROM change_feed WHERE seq > ? AND seq <= ?').all(from, at) as Array<{ seq: number }>).map((r) => r.seq),
-    );
+    const from = Math.max(at - LOAD_GAP_SCAN, await trimmedThrough(q));
+    const seen = new Set(await q.column<number>('SELECT seq FROM change_feed WHERE seq > ? AND seq <= ?', [from, at]));
     const t = now();
     for (let seq = from + 1; seq <= at; seq++) if (!seen.has(seq)) gaps.set(seq, t);
     position = at;
   }
 
-  function read(): Row[] {
+  function read(q: Sql): Promise<Row[]> {
     const missing = [...gaps.keys()];
     if (missing.length === 0) {
-      return prepare(db, 'SELECT seq, kind, entity_id, op, origin FROM change_feed WHERE seq > ? ORDER BY seq').all(position) as Row[];
+      return q.all<Row>('SELECT seq, kind, entity_id, op, origin FROM change_feed WHERE seq > ? ORDER BY seq', [position]);
     }
     const marks = missing.map(() => '?').join(', ');
-    return db.prepare(`SELECT seq, kind, entity_id, op, origin FROM change_feed WHERE seq > ? OR seq IN (${marks}) ORDER BY seq`).all(position, ...missing) as Row[];
+    return q.all<Row>(`SELECT seq, kind, entity_id, op, origin FROM change_feed WHERE seq > ? OR seq IN (${marks}) ORDER BY seq`, [position, ...missing]);
   }
 
-  /** Applies what other processes wrote since the last call. Returns whether anything was read. */
-  function catchUp(): boolean {
+  /** Catch-ups run one at a time, in call order. */
+  let lock: Promise<unknown> = Promise.resolve();
+  /** A catch-up queued and not started yet: it covers every commit made before it starts. */
+  let pending: Promise<boolean> | undefined;
+
+  /** Catch-ups queued or running. */
+  let busy = 0;
+
+  function exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    busy += 1;
+    const next = lock.then(fn, fn).finally(() => (busy -= 1));
+    lock = next.catch(() => undefined);
+    return next;
+  }
+
+  /**
+   * Applies what other processes wrote since the last call. Returns whether anything was read. One catch-up runs
+   * at a time; a call joins one that is queued and not started yet, else queues a new one, so it always sees every
+   * commit made before the call. Inside a write transaction (`q` a Tx) it reads through that transaction.
+   */
+  function catchUp(q?: Sql): Promise<boolean> | false {
     if (!subscriber) return false;
-    if (options.probe && gaps.size === 0) {
+    if (q?.inWrite) return exclusive(() => catchUpOnce(q));
+    // Nothing committed anywhere since the last look, and no catch-up under way: answered without a promise (the
+    // per-request path on the embedded store).
+    if (pending === undefined && !busy && options.probe && gaps.size === 0 && options.probe() === lastProbe) return false;
+    pending ??= exclusive(() => {
+      pending = undefined;
+      return catchUpOnce();
+    });
+    return pending;
+  }
+
+  async function catchUpOnce(tx?: Sql): Promise<boolean> {
+    if (options.probe && gaps.size === 0 && !tx) {
       const mark = options.probe();
       if (mark === lastProbe) return false;
       lastProbe = mark;
     }
-    return run(() => {
-      if (position < trimmedThrough()) {
-        subscriber!.reload();
+    return run(tx, async (q) => {
+      if (position < (await trimmedThrough(q))) {
+        await subscriber!.reload(q);
         return true;
       }
-      const rows = read();
+      const rows = await read(q);
       if (rows.length === 0) {
         expireGaps();
         return false;
       }
       const foreign: FeedEntry[] = [];
       for (const r of rows) if (r.origin !== origin) foreign.push({ seq: r.seq, kind: r.kind, entityId: r.entity_id, op: r.op, origin: r.origin });
-      if (foreign.length > 0) subscriber!.apply(foreign);
+      if (foreign.length > 0) await subscriber!.apply(foreign, q);
       const t = now();
       let expected = position + 1;
       for (const r of rows) {
@@ -170,30 +197,31 @@ export function createChangeFeed(db: Db, options: ChangeFeedOptions = {}) {
     });
   }
 
-  /** Runs `fn` in one read transaction (a consistent view), or inside the caller's transaction. */
-  function run<T>(fn: () => T): T {
-    if (db.inTransaction) return fn();
-    return db.transaction(fn).deferred();
+  /** Runs `fn` in one consistent view: the caller's transaction, or a read snapshot. */
+  function run<T>(tx: Sql | undefined, fn: (q: Sql) => Promise<T>): Promise<T> {
+    return tx ? fn(tx) : store.snapshot(fn);
   }
 
   /** Deletes rows older than the retention. Returns how many. */
-  function trim(): number {
+  function trim(): Promise<number> {
     const cutoff = new Date(now() - retentionMs).toISOString();
-    return withTransaction(db, (tx) => {
-      const bound = (prepare(tx.db, 'SELECT MAX(seq) AS seq FROM change_feed WHERE created_at < ?').get(cutoff) as { seq: number | null }).seq;
-      if (bound === null) return 0;
-      prepare(tx.db, 'UPDATE change_feed_trim SET trimmed_through = ? WHERE id = 1 AND trimmed_through < ?').run(bound, bound);
-      return prepare(tx.db, 'DELETE FROM change_feed WHERE seq <= ?').run(bound).changes;
+    return store.write(async (tx) => {
+      const bound = await tx.value<number | null>('SELECT MAX(seq) AS seq FROM change_feed WHERE created_at < ?', [cutoff]);
+      if (bound === null || bound === undefined) return 0;
+      await tx.run('UPDATE change_feed_trim SET trimmed_through = ? WHERE id = 1 AND trimmed_through < ?', [bound, bound]);
+      return (await tx.run('DELETE FROM change_feed WHERE seq <= ?', [bound])).changes;
     });
   }
 
+  let trimming = false;
   function start(): void {
     timer ??= setInterval(() => {
-      try {
-        if (db.open) trim();
-      } catch {
-        // A busy store: the next tick trims.
-      }
+      if (trimming) return;
+      trimming = true;
+      // A busy or closed store: the next tick trims.
+      void trim()
+        .catch(() => 0)
+        .finally(() => (trimming = false));
     }, options.trimIntervalMs ?? 60_000);
     timer.unref();
   }

@@ -54,14 +54,17 @@ export async function runWorker(config: Config): Promise<void> {
         `Portcullis ready on https://${config.advertise}:${controller.port}`,
       );
     } else if (message?.type === 'worker-gone') {
-      try {
-        abandonIntegrityRun(controller.db, message.origin);
-        clearLiveRoutersOf(controller.db, message.origin);
-      } catch (err) {
-        // The store may be busy; the next start resets both anyway.
-        controller.app.log.warn({ err, worker: message.origin }, 'could not drop the state of a dead worker');
-      }
-      send({ type: 'gone-dropped', origin: message.origin });
+      const gone = message.origin;
+      void (async () => {
+        try {
+          await abandonIntegrityRun(controller.store, gone);
+          await clearLiveRoutersOf(controller.store, gone);
+        } catch (err) {
+          // The store may be busy; the next start resets both anyway.
+          controller.app.log.warn({ err, worker: gone }, 'could not drop the state of a dead worker');
+        }
+        send({ type: 'gone-dropped', origin: gone });
+      })();
     }
   });
   send({ type: 'listening', origin, port: controller.port });

@@ -26,7 +26,7 @@ import type { RouteSpec } from '../http/route.ts';
 import { peerCertificates } from '../http/caller.ts';
 import { detailEnvelope } from '../http/envelope.ts';
 import { Password, Username } from '../resources/common.schema.ts';
-import type { Db } from '../store/database.ts';
+import type { Store } from '../store/store.ts';
 import { systemClock, type Clock } from '../resources/entity-service.ts';
 import { jwtAlgorithmFor } from '../pki/keys.ts';
 import { serverJwks, type JwksSource } from '../pki/jwks.ts';
@@ -34,7 +34,7 @@ import type { EnrollInput, EnrollMethod, EnrollmentRow } from './enroll-method.t
 import { findEnrollmentByToken, isEnrollmentExpired } from './enrollment-store.ts';
 
 export interface EnrollRouteDeps {
-  db: Db;
+  store: Store;
   /** The registered strategies; read on every request, so methods pushed after mounting are found. */
   methods: readonly EnrollMethod[];
   pki: JwksSource & { caBundlePem: string };
@@ -134,7 +134,7 @@ export function enrollRoutes(deps: EnrollRouteDeps): RouteSpec[] {
       if (!named) throw new ApiError('INVALID_ENROLL_METHOD');
       return run(req, reply, named, undefined, body);
     }
-    const enrollment = token ? findEnrollmentByToken(deps.db, token) : undefined;
+    const enrollment = token ? await findEnrollmentByToken(deps.store, token) : undefined;
     if (!enrollment) throw new ApiError('INVALID_ENROLLMENT_TOKEN');
     if (requested !== undefined && requested !== enrollment.method) throw new ApiError('INVALID_ENROLL_METHOD');
     if (isEnrollmentExpired(enrollment, clock.now())) throw new ApiError('ENROLLMENT_EXPIRED');

@@ -5,9 +5,8 @@
  */
 import { caRef } from '../resources/entity-ref.ts';
 import { ApiError } from '../errors.ts';
-import type { Db } from '../store/database.ts';
-import { insertEntity, prepare } from '../store/entity-table.ts';
-import type { Tx } from '../store/transaction.ts';
+import type { Sql, Tx } from '../store/store.ts';
+import { insertEntity } from '../store/entity-table.ts';
 import { newEntityId } from '../ids.ts';
 import { authenticatorResource } from '../resources/authenticators/authenticator.resource.ts';
 import type { EnrollmentRow } from './enroll-method.ts';
@@ -43,13 +42,13 @@ function toRow(r: StoredRow): EnrollmentRow {
 const COLUMNS = 'id, method, identity_id, router_id, ca_id, username, token, jwt, issued_at, expires_at';
 
 /** The outstanding enrollment a token names (exact match on the unique index), if any. */
-export function findEnrollmentByToken(db: Db, token: string): EnrollmentRow | undefined {
-  const row = prepare(db, `SELECT ${COLUMNS} FROM enrollments WHERE token = ?`).get(token) as StoredRow | undefined;
+export async function findEnrollmentByToken(q: Sql, token: string): Promise<EnrollmentRow | undefined> {
+  const row = await q.get<StoredRow>(`SELECT ${COLUMNS} FROM enrollments WHERE token = ?`, [token]);
   return row ? toRow(row) : undefined;
 }
 
-export function findEnrollmentById(db: Db, id: string): EnrollmentRow | undefined {
-  const row = prepare(db, `SELECT ${COLUMNS} FROM enrollments WHERE id = ?`).get(id) as StoredRow | undefined;
+export async function findEnrollmentById(q: Sql, id: string): Promise<EnrollmentRow | undefined> {
+  const row = await q.get<StoredRow>(`SELECT ${COLUMNS} FROM enrollments WHERE id = ?`, [id]);
   return row ? toRow(row) : undefined;
 }
 
@@ -62,8 +61,8 @@ export function isEnrollmentExpired(enrollment: EnrollmentRow, now: Date): boole
  * Deletes the enrollment inside the caller's write transaction. When it is already gone (or its token was
  * refreshed meanwhile) another request used or replaced the token first: INVALID_ENROLLMENT_TOKEN.
  */
-export function consumeEnrollment(db: Db, enrollment: EnrollmentRow): void {
-  const deleted = prepare(db, 'DELETE FROM enrollments WHERE id = ? AND token = ?').run(enrollment.id, enrollment.token);
+export async function consumeEnrollment(tx: Tx, enrollment: EnrollmentRow): Promise<void> {
+  const deleted = await tx.run('DELETE FROM enrollments WHERE id = ? AND token = ?', [enrollment.id, enrollment.token]);
   if (deleted.changes !== 1) throw new ApiError('INVALID_ENROLLMENT_TOKEN');
 }
 
@@ -71,8 +70,8 @@ export function consumeEnrollment(db: Db, enrollment: EnrollmentRow): void {
  * The identity read model's `enrollment` object: one entry per outstanding method (`ott`, `ottca`,
  * `updb`), absent methods omitted; `ottca` also names its CA.
  */
-export function identityEnrollmentSummary(db: Db, identityId: string): Record<string, unknown> {
-  const rows = prepare(db, `SELECT ${COLUMNS} FROM enrollments WHERE identity_id = ? ORDER BY created_at, id`).all(identityId) as StoredRow[];
+export async function identityEnrollmentSummary(q: Sql, identityId: string): Promise<Record<string, unknown>> {
+  const rows = await q.all<StoredRow>(`SELECT ${COLUMNS} FROM enrollments WHERE identity_id = ? ORDER BY created_at, id`, [identityId]);
   const out: Record<string, unknown> = {};
   for (const r of rows) {
     if (out[r.method] !== undefined) continue;
@@ -80,8 +79,10 @@ export function identityEnrollmentSummary(db: Db, identityId: string): Record<st
     if (r.method === 'ott' || r.method === 'updb') out[r.method] = base;
     else if (r.method === 'ottca') {
       const ca = r.ca_id
-        ? (prepare(db, 'SELECT name, is_verified, is_auto_ca_enrollment_enabled FROM cas WHERE id = ?').get(r.ca_id) as
-          { name: string; is_verified: number; is_auto_ca_enrollment_enabled: number } | undefined)
+        ? await q.get<{ name: string; is_verified: number; is_auto_ca_enrollment_enabled: number }>(
+            'SELECT name, is_verified, is_auto_ca_enrollment_enabled FROM cas WHERE id = ?',
+            [r.ca_id],
+          )
         : undefined;
       const ref = ca && r.ca_id ? caRef(r.ca_id, ca.name, { isVerified: ca.is_verified, isAutoCaEnrollmentEnabled: ca.is_auto_ca_enrollment_enabled }) : undefined;
       out.ottca = { id: r.id, ...(ref ? { ca: ref } : {}), caId: r.ca_id ?? '', jwt: r.jwt, token: r.token, expiresAt: r.expires_at };
@@ -91,8 +92,8 @@ export function identityEnrollmentSummary(db: Db, identityId: string): Record<st
 }
 
 /** An identity holds at most one authenticator per method: enrolling another one is a conflict. */
-export function assertNoAuthenticator(db: Db, identityId: string, method: 'cert' | 'updb'): void {
-  if (prepare(db, 'SELECT 1 FROM authenticators WHERE identity_id = ? AND method = ?').get(identityId, method)) {
+export async function assertNoAuthenticator(q: Sql, identityId: string, method: 'cert' | 'updb'): Promise<void> {
+  if (await q.get('SELECT 1 FROM authenticators WHERE identity_id = ? AND method = ?', [identityId, method])) {
     throw new ApiError('MAX_AUTHENTICATOR_METHODS_REACHED', {
       cause: { code: 'UNHANDLED', message: `identity ${identityId} already has an authenticator of method ${method}` },
     });
@@ -100,8 +101,8 @@ export function assertNoAuthenticator(db: Db, identityId: string, method: 'cert'
 }
 
 /** Stores the certificate authenticator of a certificate the network just issued to the identity. */
-export function insertIssuedCertAuthenticator(tx: Tx, identityId: string, issued: { chainPem: string; fingerprint: string }, now: string): void {
-  insertEntity(tx, authenticatorResource.decl, {
+export async function insertIssuedCertAuthenticator(tx: Tx, identityId: string, issued: { chainPem: string; fingerprint: string }, now: string): Promise<void> {
+  await insertEntity(tx, authenticatorResource.decl, {
     id: newEntityId(),
     identityId,
     method: 'cert',

@@ -14,9 +14,8 @@ import { randomUUID } from 'node:crypto';
 import { ApiError, fieldError, notFound } from '../errors.ts';
 import { newEntityId, newShortId } from '../ids.ts';
 import { signJwt, type JwtSigningKey } from '../pki/enrollment-jwt.ts';
-import type { Db } from '../store/database.ts';
-import { getEntity, insertEntity, prepare, updateEntity, type Values } from '../store/entity-table.ts';
-import { readTx, withTransaction, type Tx } from '../store/transaction.ts';
+import type { Store, Tx } from '../store/store.ts';
+import { getEntity, insertEntity, updateEntity, type Values } from '../store/entity-table.ts';
 import { createEntityService, isoNow, systemClock, type Clock, type ListRequest } from '../resources/entity-service.ts';
 import { enrollmentResource } from '../resources/enrollments/enrollment.resource.ts';
 import { authenticatorResource } from '../resources/authenticators/authenticator.resource.ts';
@@ -48,7 +47,7 @@ export interface InlineEnrollmentRequest {
 }
 
 export interface EnrollmentServiceOptions {
-  db: Db;
+  store: Store;
   pki: JwtSigningKey;
   /** `https://<edge API host:port>`, no trailing slash: the JWT `iss`. */
   issuer: string;
@@ -70,9 +69,9 @@ function requestedExpiry(value: unknown, field = 'expiresAt'): Date {
 }
 
 export function createEnrollmentService(opts: EnrollmentServiceOptions) {
-  const { db, pki, issuer } = opts;
+  const { store, pki, issuer } = opts;
   const clock = opts.clock ?? systemClock;
-  const entities = createEntityService(enrollmentResource, db, {}, clock);
+  const entities = createEntityService(enrollmentResource, store, {}, clock);
 
   /** The enrollment JWT (enrollment.md §1.2): registered claims, then `em` and `ctrls`, in that order. */
   function signEnrollmentJwt(subject: string, method: string, token: string, expires: Date): Promise<string> {
@@ -109,20 +108,20 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
     };
   }
 
-  function assertNoOutstanding(tx: Tx, identityId: string, method: string): void {
-    if (prepare(tx.db, 'SELECT 1 FROM enrollments WHERE identity_id = ? AND method = ?').get(identityId, method)) {
+  async function assertNoOutstanding(tx: Tx, identityId: string, method: string): Promise<void> {
+    if (await tx.get('SELECT 1 FROM enrollments WHERE identity_id = ? AND method = ?', [identityId, method])) {
       throw new ApiError('ENROLLMENT_EXISTS', {
         cause: { code: 'UNHANDLED', message: `an enrollment of method ${method} is already outstanding for identity ${identityId}` },
       });
     }
   }
 
-  function caExists(tx: Tx, caId: string | null): boolean {
-    return caId !== null && prepare(tx.db, 'SELECT 1 FROM cas WHERE id = ?').get(caId) !== undefined;
+  async function caExists(tx: Tx, caId: string | null): Promise<boolean> {
+    return caId !== null && (await tx.get('SELECT 1 FROM cas WHERE id = ?', [caId])) !== undefined;
   }
 
-  function insertPending(tx: Tx, p: PendingEnrollment, tags: unknown = {}): void {
-    insertEntity(tx, enrollmentResource.decl, {
+  async function insertPending(tx: Tx, p: PendingEnrollment, tags: unknown = {}): Promise<void> {
+    await insertEntity(tx, enrollmentResource.decl, {
       id: p.id,
       method: p.method,
       identityId: p.identityId,
@@ -151,11 +150,11 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
   }
 
   /** Stores an inline enrollment in the identity's create transaction; an unknown CA is 404 with a caId cause. */
-  function insertInline(tx: Tx, p: PendingEnrollment): void {
-    if (p.method === 'ottca' && !caExists(tx, p.caId)) {
+  async function insertInline(tx: Tx, p: PendingEnrollment): Promise<void> {
+    if (p.method === 'ottca' && !(await caExists(tx, p.caId))) {
       throw new ApiError('NOT_FOUND', { cause: { field: 'caId', reason: 'no CA with this id exists', value: p.caId ?? '' } });
     }
-    insertPending(tx, p);
+    await insertPending(tx, p);
   }
 
   // --- explicit enrollments (POST /enrollments) ---
@@ -170,13 +169,13 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
     if (method === 'ottca' && caId === null) throw fieldError('caId', 'caId is required for method ottca', body.caId ?? null);
     if (method === 'updb' && username === null) throw fieldError('username', 'username is required for method updb', body.username ?? null);
     const pending = await prepareEnrollment(identityId, method, { caId, username, expires });
-    withTransaction(db, (tx) => {
-      if (!prepare(tx.db, 'SELECT 1 FROM identities WHERE id = ?').get(identityId)) {
+    await store.write(async (tx) => {
+      if (!(await tx.get('SELECT 1 FROM identities WHERE id = ?', [identityId]))) {
         throw fieldError('identityId', `identity with id ${identityId} not found`, identityId);
       }
-      if (method === 'ottca' && !caExists(tx, caId)) throw fieldError('caId', `ca with id ${String(caId)} not found`, caId);
-      assertNoOutstanding(tx, identityId, method);
-      insertPending(tx, pending, body.tags);
+      if (method === 'ottca' && !(await caExists(tx, caId))) throw fieldError('caId', `ca with id ${String(caId)} not found`, caId);
+      await assertNoOutstanding(tx, identityId, method);
+      await insertPending(tx, pending, body.tags);
     });
     return pending.id;
   }
@@ -186,7 +185,7 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
    * working. Router enrollments keep their router as the subject.
    */
   async function refresh(id: string, body: Record<string, unknown>): Promise<void> {
-    const existing = entities.get(id);
+    const existing = await entities.get(id);
     const expires = requestedExpiry(body.expiresAt);
     if (expires.getTime() <= clock.now().getTime()) throw fieldError('expiresAt', 'expiresAt must be in the future', body.expiresAt);
     if (!existing.jwt) throw new ApiError('INVALID_ENROLL_METHOD');
@@ -194,8 +193,8 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
     const token = randomUUID();
     const jwt = await signEnrollmentJwt(subject, existing.method as string, token, expires);
     const now = isoNow(clock);
-    withTransaction(db, (tx) => {
-      const changed = updateEntity(tx, enrollmentResource.decl, id, { token, jwt, expiresAt: expires.toISOString(), issuedAt: now }, now);
+    await store.write(async (tx) => {
+      const changed = await updateEntity(tx, enrollmentResource.decl, id, { token, jwt, expiresAt: expires.toISOString(), issuedAt: now }, now);
       if (!changed) throw notFound('enrollment', id);
     });
   }
@@ -205,16 +204,16 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
   }
 
   /** enrollmentDetail: subject references by kind, `caId` only when set (upstream's fields, no `details`). */
-  function present(values: Values): Record<string, unknown> {
+  async function present(values: Values): Promise<Record<string, unknown>> {
     const detail = enrollmentResource.presentStored(values);
     const identityId = values.identityId as string | null;
     const routerId = values.routerId as string | null;
     if (identityId) {
-      const identity = prepare(db, 'SELECT name, auth_policy_id FROM identities WHERE id = ?').get(identityId) as { name: string; auth_policy_id: string } | undefined;
+      const identity = await store.get<{ name: string; auth_policy_id: string }>('SELECT name, auth_policy_id FROM identities WHERE id = ?', [identityId]);
       detail.identity = identityRef(identityId, identity?.name ?? '', identity?.auth_policy_id);
     } else delete detail.identityId;
     if (routerId) {
-      const router = prepare(db, 'SELECT name, is_edge FROM routers WHERE id = ?').get(routerId) as { name: string; is_edge: number } | undefined;
+      const router = await store.get<{ name: string; is_edge: number }>('SELECT name, is_edge FROM routers WHERE id = ?', [routerId]);
       if (router?.is_edge === 1) {
         detail.edgeRouterId = routerId;
         detail.edgeRouter = entityRef('edge-routers', routerId, router.name);
@@ -236,21 +235,21 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
    * identity's API sessions: a credential being replaced must not keep its sessions.
    */
   async function reEnrollAuthenticator(authenticatorId: string, body: Record<string, unknown>): Promise<string> {
-    const authenticator = getEntity(readTx(db), authenticatorResource.decl, authenticatorId);
+    const authenticator = await getEntity(store, authenticatorResource.decl, authenticatorId);
     if (!authenticator) throw notFound('authenticator', authenticatorId);
     const expires = requestedExpiry(body.expiresAt);
     if (expires.getTime() <= clock.now().getTime()) throw fieldError('expiresAt', 'expiresAt must be in the future', body.expiresAt);
-    const caRow = prepare(db, 'SELECT ca_id FROM authenticators WHERE id = ?').get(authenticatorId) as { ca_id: string | null } | undefined;
+    const caRow = await store.get<{ ca_id: string | null }>('SELECT ca_id FROM authenticators WHERE id = ?', [authenticatorId]);
     const caId = caRow?.ca_id ?? null;
     const method: IdentityEnrollmentMethod = authenticator.method === 'updb' ? 'updb' : caId ? 'ottca' : 'ott';
     const identityId = authenticator.identityId as string;
     const pending = await prepareEnrollment(identityId, method, { caId, username: (authenticator.username as string | null) ?? null, expires });
-    withTransaction(db, (tx) => {
-      const deleted = prepare(tx.db, 'DELETE FROM authenticators WHERE id = ?').run(authenticatorId);
+    await store.write(async (tx) => {
+      const deleted = await tx.run('DELETE FROM authenticators WHERE id = ?', [authenticatorId]);
       if (deleted.changes !== 1) throw notFound('authenticator', authenticatorId);
-      assertNoOutstanding(tx, identityId, method);
-      insertPending(tx, pending);
-      endApiSessionsOf(tx, identityId);
+      await assertNoOutstanding(tx, identityId, method);
+      await insertPending(tx, pending);
+      await endApiSessionsOf(tx, identityId);
     });
     return pending.id;
   }
@@ -259,12 +258,13 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
    * Flags a certificate authenticator so that API sessions using it ask the client to extend its
    * certificate early (and, with `rollKeys`, to use a new key). Non-certificate authenticators: 403.
    */
-  function requestExtend(authenticatorId: string, body: Record<string, unknown>, caller: CallerLike): void {
+  async function requestExtend(authenticatorId: string, body: Record<string, unknown>, caller: CallerLike): Promise<void> {
     const rollKeys = body.rollKeys === true;
-    withTransaction(db, (tx) => {
-      const row = prepare(tx.db, 'SELECT a.method, i.is_admin, i.is_default_admin FROM authenticators a JOIN identities i ON i.id = a.identity_id WHERE a.id = ?').get(
-        authenticatorId,
-      ) as { method: string; is_admin: number; is_default_admin: number } | undefined;
+    await store.write(async (tx) => {
+      const row = await tx.get<{ method: string; is_admin: number; is_default_admin: number }>(
+        'SELECT a.method, i.is_admin, i.is_default_admin FROM authenticators a JOIN identities i ON i.id = a.identity_id WHERE a.id = ?',
+        [authenticatorId],
+      );
       if (!row) throw notFound('authenticator', authenticatorId);
       if (row.method !== 'cert') {
         throw new ApiError('FORBIDDEN', { cause: { code: 'UNHANDLED', message: 'only certificate authenticators can be flagged for extension' } });
@@ -274,16 +274,16 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
         throw new ApiError('UNAUTHORIZED', { cause: { code: 'UNHANDLED', message: 'only administrators may modify the authenticators of an administrator' } });
       }
       const now = isoNow(clock);
-      prepare(tx.db, 'UPDATE authenticators SET is_extend_requested = 1, is_key_roll_requested = ?, extend_requested_at = ?, updated_at = ? WHERE id = ?').run(
+      await tx.run('UPDATE authenticators SET is_extend_requested = 1, is_key_roll_requested = ?, extend_requested_at = ?, updated_at = ? WHERE id = ?', [
         rollKeys ? 1 : 0,
         now,
         now,
         authenticatorId,
-      );
-      prepare(tx.db, 'UPDATE api_sessions SET is_cert_extend_requested = 1, is_cert_key_roll_requested = ? WHERE authenticator_id = ?').run(
+      ]);
+      await tx.run('UPDATE api_sessions SET is_cert_extend_requested = 1, is_cert_key_roll_requested = ? WHERE authenticator_id = ?', [
         rollKeys ? 1 : 0,
         authenticatorId,
-      );
+      ]);
     });
   }
 
@@ -313,7 +313,7 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
     present,
     prepareInline,
     insertInline,
-    identitySummary: (identityId: string) => identityEnrollmentSummary(db, identityId),
+    identitySummary: (identityId: string) => identityEnrollmentSummary(store, identityId),
     reEnrollAuthenticator,
     requestExtend,
   };

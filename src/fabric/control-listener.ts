@@ -14,8 +14,10 @@ import type { ChannelBounds } from './channel/admission.ts';
 import { HelloHeader, helloAccepted, helloRefused, readRouterHello, routerRefusal, type EnrolledRouter, type RouterHello, type VersionInfo } from './channel/hello.ts';
 import { ChannelProtocolError, HELLO_LIMITS, MessageDecoder, encodeMessage, type ChannelMessage } from './channel/message.ts';
 
-export interface AdmittedRouter {
+export interface AdmittedRouter<R extends EnrolledRouter = EnrolledRouter> {
   hello: RouterHello;
+  /** The stored router the hello named, as `findRouter` read it. */
+  stored: R;
   /** The raw hello, for headers a later stage reads (link listeners). */
   helloMessage: ChannelMessage;
   channel: ControlChannel;
@@ -24,16 +26,16 @@ export interface AdmittedRouter {
   remoteAddress: string;
 }
 
-export interface ControlListenerOptions {
+export interface ControlListenerOptions<R extends EnrolledRouter = EnrolledRouter> {
   /** Certificates a router's certificate must chain to (this network's CA bundle). */
   trustAnchors: readonly ParsedCertificate[];
   /** The stored router named by a hello. */
-  findRouter(routerId: string): EnrolledRouter | undefined;
+  findRouter(routerId: string): Promise<R | undefined>;
   controllerId: string;
   controllerVersion: VersionInfo;
   log: ChannelLog & { info(obj: object, msg: string): void };
   /** Called for each admitted router, after the result was written. */
-  admitted(router: AdmittedRouter): void;
+  admitted(router: AdmittedRouter<R>): void;
   helloTimeoutMs?: number;
   timings?: ChannelTimings;
   /** What each router may cost (channel/admission.ts); the defaults otherwise. */
@@ -41,7 +43,7 @@ export interface ControlListenerOptions {
   now?: () => Date;
 }
 
-export function createControlListener(options: ControlListenerOptions) {
+export function createControlListener<R extends EnrolledRouter>(options: ControlListenerOptions<R>) {
   const helloTimeoutMs = options.helloTimeoutMs ?? 10_000;
   const now = options.now ?? (() => new Date());
   const open = new Set<TLSSocket>();
@@ -64,17 +66,21 @@ export function createControlListener(options: ControlListenerOptions) {
     }
   }
 
-  function onHello(socket: TLSSocket, hello: ChannelMessage, leftover: Buffer): void {
+  /** Admits or refuses the router; true once admitted (its channel reads the socket from then on). */
+  async function onHello(socket: TLSSocket, hello: ChannelMessage, leftover: Buffer): Promise<boolean> {
     const parsed = readRouterHello(hello);
-    if (typeof parsed === 'string') return refuse(socket, hello, parsed);
+    if (typeof parsed === 'string') return refused(socket, hello, parsed);
     const certificate = presentedCertificate(socket);
-    if (!certificate) return refuse(socket, hello, 'no client certificate presented', parsed.routerId);
+    if (!certificate) return refused(socket, hello, 'no client certificate presented', parsed.routerId);
     if (!verifyChain(certificate, { roots: options.trustAnchors, at: now() })) {
-      return refuse(socket, hello, 'client certificate is not issued by this network', parsed.routerId);
+      return refused(socket, hello, 'client certificate is not issued by this network', parsed.routerId);
     }
-    if (certificate.commonName !== parsed.routerId) return refuse(socket, hello, 'hello does not name the certificate subject', parsed.routerId);
-    const refusal = routerRefusal(parsed.routerId, certificate.fingerprint, options.findRouter(parsed.routerId));
-    if (refusal) return refuse(socket, hello, refusal, parsed.routerId);
+    if (certificate.commonName !== parsed.routerId) return refused(socket, hello, 'hello does not name the certificate subject', parsed.routerId);
+    const stored = await options.findRouter(parsed.routerId);
+    // Gone while the store answered (the router hung up, or the controller is stopping): nothing to admit.
+    if (socket.destroyed) return false;
+    const refusal = routerRefusal(parsed.routerId, certificate.fingerprint, stored);
+    if (refusal || !stored) return refused(socket, hello, refusal ?? `unknown router ${parsed.routerId}`, parsed.routerId);
 
     const connectionId = randomBytes(6).toString('base64url');
     socket.write(encodeMessage(helloAccepted(hello, parsed, { controllerId: options.controllerId, controllerVersion: options.controllerVersion, connectionId })));
@@ -82,7 +88,15 @@ export function createControlListener(options: ControlListenerOptions) {
     channels.add(channel);
     channel.once('close', () => channels.delete(channel));
     options.log.info({ routerId: parsed.routerId, connectionId, remoteAddress: socket.remoteAddress, version: parsed.versionInfo.version }, 'router connected');
-    options.admitted({ hello: parsed, helloMessage: hello, channel, connectionId, certificate, remoteAddress: socket.remoteAddress ?? '' });
+    options.admitted({ hello: parsed, stored, helloMessage: hello, channel, connectionId, certificate, remoteAddress: socket.remoteAddress ?? '' });
+    // Before the channel reads what came with the hello (a microtask), which may stop reading again (admission).
+    socket.resume();
+    return true;
+  }
+
+  function refused(socket: TLSSocket, hello: ChannelMessage, reason: string, routerId?: string): false {
+    refuse(socket, hello, reason, routerId);
+    return false;
   }
 
   /** Takes a TLS connection that chose `ziti-ctrl`. */
@@ -108,15 +122,17 @@ export function createControlListener(options: ControlListenerOptions) {
       socket.pause();
       const [hello, ...early] = messages;
       if (early.length > 0) return refuse(socket, hello, 'messages sent before the hello was answered');
-      try {
-        onHello(socket, hello!, decoder.takeBuffered());
-      } catch (err) {
-        // Nothing a router sends may take the process down: this connection ends, the router retries.
-        options.log.warn({ remoteAddress: socket.remoteAddress, err: (err as Error).message }, 'control channel setup failed');
-        socket.destroy();
-        return;
-      }
-      socket.resume();
+      // The socket stays paused until the router is admitted (its channel reads on) or refused.
+      onHello(socket, hello!, decoder.takeBuffered()).then(
+        (admitted) => {
+          if (!admitted && !socket.destroyed) socket.resume();
+        },
+        (err: unknown) => {
+          // Nothing a router sends may take the process down: this connection ends, the router retries.
+          options.log.warn({ remoteAddress: socket.remoteAddress, err: (err as Error).message }, 'control channel setup failed');
+          socket.destroy();
+        },
+      );
     };
     socket.on('data', onData);
     socket.on('error', () => socket.destroy());

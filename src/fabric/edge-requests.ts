@@ -8,8 +8,7 @@
  * process over the routers it holds, along the cheapest path of the mesh to the chosen terminator.
  */
 import { randomBytes } from 'node:crypto';
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
+import type { Store } from '../store/store.ts';
 import type { ControlChannel } from './channel/connection.ts';
 import {
   ChannelHeader,
@@ -144,7 +143,7 @@ export function routeMessages(
 }
 
 export interface EdgeRequestOptions {
-  db: Db;
+  store: Store;
   access: ServiceAccessCheck;
   /** Every terminator write (src/fabric/terminators.ts). */
   terminators: TerminatorWrites;
@@ -153,7 +152,7 @@ export interface EdgeRequestOptions {
   /** Routers wherever they are held, and the graph to route over. */
   mesh: Pick<Mesh, 'requestOn' | 'sendOn' | 'graph'>;
   /** A router reports a link failed. */
-  onLinkFault(routerId: string, linkId: string, iteration: number): void;
+  onLinkFault(routerId: string, linkId: string, iteration: number): void | Promise<void>;
   /** Hands a fault to the process owning the circuit; false when it can not be reached. */
   forwardFault(owner: string, circuitId: string, reporter: string): boolean;
   log: EdgeRequestLog;
@@ -161,7 +160,7 @@ export interface EdgeRequestOptions {
 }
 
 export function createEdgeRequests(options: EdgeRequestOptions) {
-  const { db, log, terminators } = options;
+  const { store, log, terminators } = options;
   const now = options.now ?? (() => new Date());
   const circuits = new Map<string, Circuit>();
   const stats = new TerminatorStats();
@@ -191,7 +190,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
       return answer(CreateTerminatorResult.FailedInvalidSession, err.message, err.code, RetryHint.NotRetriable);
     }
     try {
-      terminators.createForRouter({
+      await terminators.createForRouter({
         id: terminatorId,
         routerId: router.routerId,
         binding: 'edge',
@@ -214,18 +213,18 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
   }
 
   /** The shared batch removal (SDK unbinds, tunnelers' services gone): only terminators the router created go. */
-  function removeTerminators(router: RequestingRouter, msg: ChannelMessage): void {
+  async function removeTerminators(router: RequestingRouter, msg: ChannelMessage): Promise<void> {
     const { terminatorIds } = decode('ctrl.RemoveTerminatorsRequest', msg.body);
-    const { removed, refused } = terminators.removeBatchForRouter(router.routerId, terminatorIds);
+    const { removed, refused } = await terminators.removeBatchForRouter(router.routerId, terminatorIds);
     if (refused.length > 0) log.warn({ routerId: router.routerId, terminatorIds: refused }, 'router asked to remove terminators it did not create: refused');
     if (removed.length > 0) log.info({ routerId: router.routerId, terminatorIds: removed }, 'terminators removed');
     router.channel.result(msg, true);
   }
 
   /** Runs a router's update or remove of one terminator; a refusal is answered with an edge error. */
-  function ownTerminatorWrite(router: RequestingRouter, msg: ChannelMessage, terminatorId: string, write: () => void): boolean {
+  async function ownTerminatorWrite(router: RequestingRouter, msg: ChannelMessage, terminatorId: string, write: () => Promise<void>): Promise<boolean> {
     try {
-      write();
+      await write();
       return true;
     } catch (err) {
       if (!(err instanceof TerminatorRefused)) throw err;
@@ -235,25 +234,27 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
     }
   }
 
-  function removeEdgeTerminator(router: RequestingRouter, msg: ChannelMessage): void {
+  async function removeEdgeTerminator(router: RequestingRouter, msg: ChannelMessage): Promise<void> {
     const { terminatorId } = decode('edge.RemoveTerminatorRequest', msg.body);
-    if (ownTerminatorWrite(router, msg, terminatorId, () => terminators.removeForRouter(router.routerId, 'edge', terminatorId))) router.channel.result(msg, true);
+    if (await ownTerminatorWrite(router, msg, terminatorId, () => terminators.removeForRouter(router.routerId, 'edge', terminatorId))) router.channel.result(msg, true);
   }
 
-  function updateTerminator(router: RequestingRouter, msg: ChannelMessage): void {
+  async function updateTerminator(router: RequestingRouter, msg: ChannelMessage): Promise<void> {
     const request = decode('edge.UpdateTerminatorRequest', msg.body);
     const update = {
       ...(request.updateCost ? { cost: request.cost } : {}),
       ...(request.updatePrecedence ? { precedence: request.precedence } : {}),
     };
-    if (ownTerminatorWrite(router, msg, request.terminatorId, () => terminators.updateForRouter(router.routerId, 'edge', request.terminatorId, update))) router.channel.result(msg, true);
+    if (await ownTerminatorWrite(router, msg, request.terminatorId, () => terminators.updateForRouter(router.routerId, 'edge', request.terminatorId, update))) {
+      router.channel.result(msg, true);
+    }
   }
 
   /** A router went away: the terminators it created (SDKs', its tunneler's) and the circuits through it go with it. */
-  function routerGone(routerId: string): void {
-    terminators.routerGone(routerId);
-    prepare(db, 'DELETE FROM identity_router_connections WHERE router_id = ?').run(routerId);
-    for (const circuit of circuits.values()) if (circuit.path.includes(routerId)) endCircuit(circuit, `router ${routerId} disconnected`);
+  async function routerGone(routerId: string): Promise<void> {
+    await terminators.routerGone(routerId);
+    await store.write((tx) => tx.run('DELETE FROM identity_router_connections WHERE router_id = ?', [routerId]));
+    await endCircuitsWhere((circuit) => circuit.path.includes(routerId), `router ${routerId} disconnected`);
   }
 
   // ---- circuits -----------------------------------------------------------------------------------------------
@@ -291,14 +292,13 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
     const tried = new Set<string>();
     const circuitId = newId();
     for (let attempt = 0; attempt < CIRCUIT_ATTEMPTS; attempt++) {
-      const { routers, links } = options.mesh.graph();
+      const { routers, links } = await options.mesh.graph();
       const paths = cheapestPaths(router.routerId, routers, links);
       const candidates = (
-        prepare(db, `SELECT id, router_id, address, cost, precedence, host_id, peer_data, binding FROM terminators WHERE service_id = ? AND (? = '' OR instance_id = ?)`).all(
-          granted.serviceId,
-          instanceId,
-          instanceId,
-        ) as TerminatorRow[]
+        await store.all<TerminatorRow>(
+          `SELECT id, router_id, address, cost, precedence, host_id, peer_data, binding FROM terminators WHERE service_id = ? AND (CAST(? AS TEXT) = '' OR instance_id = ?)`,
+          [granted.serviceId, instanceId, instanceId],
+        )
       )
         .filter((t) => !tried.has(t.id) && paths.has(t.router_id))
         .map((t) => ({ ...t, pathCost: paths.get(t.router_id)!.cost }));
@@ -322,9 +322,9 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
         const code = r.status === 'fulfilled' ? (r.value.headers.get(RouteResultHeader.ErrorCode)?.[0] ?? 0) : 0;
         log.info({ circuitId, routerId: routes[failure]!.routerId, terminatorId: terminator.id, reason, code }, 'route failed');
         // Code 1 at the egress: the router does not know the terminator (its host went away): forget it.
-        if (code === 1 && failure === routes.length - 1) terminators.unknownAtRouter(terminator.router_id, terminator.id);
+        if (code === 1 && failure === routes.length - 1) await terminators.unknownAtRouter(terminator.router_id, terminator.id);
         stats.failed(terminator.id);
-        for (const { routerId } of routes) options.mesh.sendOn(routerId, unrouteMessage(circuitId));
+        for (const { routerId } of routes) await options.mesh.sendOn(routerId, unrouteMessage(circuitId));
         continue;
       }
       const result = (results[results.length - 1] as PromiseFulfilledResult<ChannelMessage>).value;
@@ -344,21 +344,23 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
       circuits.set(circuitId, circuit);
       stats.succeeded(terminator.id);
       stats.circuitOpened(terminator.id);
-      prepare(
-        db,
-        `INSERT INTO circuits (id, owner, session_id, api_session_id, identity_id, service_id, terminator_id, path, links, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(
-        circuitId,
-        options.owner,
-        circuit.sessionId,
-        circuit.apiSessionId,
-        circuit.identityId,
-        circuit.serviceId,
-        circuit.terminatorId,
-        JSON.stringify(circuit.path),
-        JSON.stringify(circuit.links),
-        circuit.createdAt.toISOString(),
+      await store.write((tx) =>
+        tx.run(
+          `INSERT INTO circuits (id, owner, session_id, api_session_id, identity_id, service_id, terminator_id, path, links, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          [
+            circuitId,
+            options.owner,
+            circuit.sessionId,
+            circuit.apiSessionId,
+            circuit.identityId,
+            circuit.serviceId,
+            circuit.terminatorId,
+            JSON.stringify(circuit.path),
+            JSON.stringify(circuit.links),
+            circuit.createdAt.toISOString(),
+          ],
+        ),
       );
       const answerPeerData = peerDataOf(terminator.peer_data);
       for (const [key, value] of result.headers) if (!ROUTE_RESULT_OWN.has(key) && key > ChannelHeader.IsFirstGroupConnection) answerPeerData.set(key, value);
@@ -378,54 +380,57 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
     fail(EdgeErrorCode.InvalidTerminator, `no terminator of service ${granted.serviceId} answered`, circuitId);
   }
 
-  function endCircuit(circuit: Circuit, reason: string, except?: string): void {
+  /** Ends a circuit this process holds (once: a circuit already ended is left alone). */
+  async function endCircuit(circuit: Circuit, reason: string, except?: string): Promise<void> {
+    if (circuits.get(circuit.id) !== circuit) return;
     circuits.delete(circuit.id);
     stats.circuitClosed(circuit.terminatorId);
-    prepare(db, 'DELETE FROM circuits WHERE id = ?').run(circuit.id);
-    for (const routerId of circuit.path) if (routerId !== except) options.mesh.sendOn(routerId, unrouteMessage(circuit.id));
+    await store.write((tx) => tx.run('DELETE FROM circuits WHERE id = ?', [circuit.id]));
+    for (const routerId of circuit.path) if (routerId !== except) await options.mesh.sendOn(routerId, unrouteMessage(circuit.id));
     log.info({ circuitId: circuit.id, reason }, 'circuit ended');
   }
 
   /** A circuit this process does not own ended at one of its routers: its owner ends it. */
-  function forwardFault(circuitId: string, reporter: string): boolean {
-    const owner = prepare(db, 'SELECT owner FROM circuits WHERE id = ?').pluck().get(circuitId) as string | undefined;
+  async function forwardFault(circuitId: string, reporter: string): Promise<boolean> {
+    const owner = await store.value<string>('SELECT owner FROM circuits WHERE id = ?', [circuitId]);
     return owner !== undefined && options.forwardFault(owner, circuitId, reporter);
   }
 
   /** Another process reports that a circuit of this one ended at one of its routers. */
-  function remoteFault(circuitId: string, reporter: string): void {
+  async function remoteFault(circuitId: string, reporter: string): Promise<void> {
     const circuit = circuits.get(circuitId);
-    if (circuit) endCircuit(circuit, 'ended at a router of its path', reporter);
+    if (circuit) await endCircuit(circuit, 'ended at a router of its path', reporter);
   }
 
-  function fault(router: RequestingRouter, msg: ChannelMessage): void {
+  async function fault(router: RequestingRouter, msg: ChannelMessage): Promise<void> {
     const f = decode('ctrl.Fault', msg.body);
     if (f.subject === FaultSubject.LinkFault || f.subject === FaultSubject.LinkDuplicate) {
-      options.onLinkFault(router.routerId, f.id, f.iteration);
+      await options.onLinkFault(router.routerId, f.id, f.iteration);
     } else if (f.subject === FaultSubject.IngressFault || f.subject === FaultSubject.EgressFault) {
       const circuit = circuits.get(f.id);
-      if (circuit) endCircuit(circuit, f.subject === FaultSubject.IngressFault ? 'ingress closed' : 'egress closed', router.routerId);
-      else forwardFault(f.id, router.routerId);
+      if (circuit) await endCircuit(circuit, f.subject === FaultSubject.IngressFault ? 'ingress closed' : 'egress closed', router.routerId);
+      else await forwardFault(f.id, router.routerId);
     } else if (f.subject === FaultSubject.ForwardFault || f.subject === FaultSubject.UnknownOwnerForwardFault) {
       for (const id of f.id.split(' ').filter(Boolean)) {
         const circuit = circuits.get(id);
-        if (circuit) endCircuit(circuit, 'forwarding entry lost');
-        else if (!forwardFault(id, router.routerId)) router.channel.send(unrouteMessage(id));
+        if (circuit) await endCircuit(circuit, 'forwarding entry lost');
+        else if (!(await forwardFault(id, router.routerId))) router.channel.send(unrouteMessage(id));
       }
     }
   }
 
   /** Routers list circuits idle for a while: any this controller does not know is removed from them. */
-  function confirmCircuits(router: RequestingRouter, msg: ChannelMessage): void {
+  async function confirmCircuits(router: RequestingRouter, msg: ChannelMessage): Promise<void> {
     const { circuitIds } = decode('ctrl.CircuitConfirmation', msg.body);
-    const known = prepare(db, 'SELECT 1 FROM circuits WHERE id = ?');
-    for (const id of circuitIds) if (!circuits.has(id) && !known.get(id)) router.channel.send(unrouteMessage(id));
+    for (const id of circuitIds) {
+      if (!circuits.has(id) && !(await store.get('SELECT 1 FROM circuits WHERE id = ?', [id]))) router.channel.send(unrouteMessage(id));
+    }
   }
 
   /** A route result nobody waits for (a late one): the circuit it names is unknown, so the router drops it. */
-  function strayRouteResult(router: RequestingRouter, msg: ChannelMessage): void {
+  async function strayRouteResult(router: RequestingRouter, msg: ChannelMessage): Promise<void> {
     const circuitId = msg.body.toString('utf8');
-    if (circuitId && !circuits.has(circuitId) && !prepare(db, 'SELECT 1 FROM circuits WHERE id = ?').get(circuitId)) router.channel.send(unrouteMessage(circuitId));
+    if (circuitId && !circuits.has(circuitId) && !(await store.get('SELECT 1 FROM circuits WHERE id = ?', [circuitId]))) router.channel.send(unrouteMessage(circuitId));
   }
 
   /** Registers what every router may send about circuits and links. */
@@ -443,12 +448,13 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
     channel.handle(CtrlContentType.RemoveTerminatorsRequest, (msg) => removeTerminators(router, msg));
     channel.handle(EdgeContentType.RemoveTerminatorRequest, (msg) => removeEdgeTerminator(router, msg));
     channel.handle(EdgeContentType.UpdateTerminatorRequest, (msg) => updateTerminator(router, msg));
-    channel.handle(EdgeContentType.CreateCircuitV2Request, (msg) => createCircuit(router, msg));
+    // Waits for routes (from this router and others): the router's later messages do not wait for it.
+    channel.handle(EdgeContentType.CreateCircuitV2Request, (msg) => createCircuit(router, msg), 'concurrent');
   }
 
   /** Ends circuits and terminators that an identity or API session may no longer have. */
-  function endCircuitsWhere(predicate: (c: Circuit) => boolean, reason: string): void {
-    for (const circuit of [...circuits.values()]) if (predicate(circuit)) endCircuit(circuit, reason);
+  async function endCircuitsWhere(predicate: (c: Circuit) => boolean, reason: string): Promise<void> {
+    for (const circuit of [...circuits.values()].filter(predicate)) await endCircuit(circuit, reason);
   }
 
   return { attach, attachEdge, routerGone, remoteFault, circuits: (): ReadonlyMap<string, Circuit> => circuits, endCircuitsWhere };

@@ -36,9 +36,7 @@ import { CtrlContentType } from './proto/ctrl.ts';
 import { createServiceAccessCheck, type FabricAccess } from './service-access.ts';
 import type { JwtSigningKey } from '../pki/enrollment-jwt.ts';
 import { createSessionEventReader, feedHead, readRouterApiSessions, type SessionEvent } from './store-events.ts';
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
-import { versionedValue } from '../store/table-versions.ts';
+import type { Sql, Store } from '../store/store.ts';
 import { readCertificateBundle } from '../pki/certificate-chain.ts';
 import type { ControlChannel, ChannelTimings } from './channel/connection.ts';
 import type { EnrolledRouter, VersionInfo } from './channel/hello.ts';
@@ -52,7 +50,7 @@ export interface FabricLog {
 }
 
 export interface FabricOptions {
-  db: Db;
+  store: Store;
   /** PEM bundle of this network's CA (intermediate and root): what router certificates chain to. */
   caBundlePem: string;
   /** PEM of the certificate whose key signs session JWTs (routers verify them with it). */
@@ -113,28 +111,60 @@ interface StoredRouter extends EnrolledRouter {
   isEdge: boolean;
 }
 
+/** A timer whose runs never overlap: a tick that comes while the previous run is still going is skipped. */
+function everyInterval(intervalMs: number, run: () => Promise<void>): NodeJS.Timeout {
+  let running = false;
+  const done = (): void => {
+    running = false;
+  };
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    run().then(done, done);
+  }, intervalMs);
+  timer.unref();
+  return timer;
+}
+
+/** Runs work one at a time, in the order it was asked for; a failure is the caller's, the line goes on. */
+function workLine() {
+  let tail: Promise<void> = Promise.resolve();
+  return <T>(work: () => Promise<T>): Promise<T> => {
+    const done = tail.then(work);
+    tail = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    return done;
+  };
+}
+
 export function createFabric(options: FabricOptions) {
-  const { db, log } = options;
+  const { store, log } = options;
   const live = options.live;
   const sessions = new Map<string, RouterSession>();
+  /** The cleanup of each router's last connection here, while it runs: the router's next connection waits for it. */
+  const cleanups = new Map<string, Promise<void>>();
+  /** Sessions whose row in router_connections has been written. */
+  const recorded = new WeakSet<RouterSession>();
 
   /** Every router of the store, by id (re-read only when the routers table changed). */
-  const storedRouters = versionedValue(db, ['routers'], () => {
-    const rows = prepare(db, 'SELECT id, name, is_edge, fingerprint, disabled FROM routers').all() as Array<{
+  const storedRouters = store.versioned(['routers'], async (q) => {
+    const rows = await q.all<{
       id: string;
       name: string;
       is_edge: number;
       fingerprint: string | null;
       disabled: number;
-    }>;
+    }>('SELECT id, name, is_edge, fingerprint, disabled FROM routers');
     return new Map<string, StoredRouter>(
       rows.map((r) => [r.id, { name: r.name, isEdge: r.is_edge === 1, fingerprint: r.fingerprint, disabled: r.disabled === 1 }]),
     );
   });
 
-  const listener = createControlListener({
+  const listener = createControlListener<StoredRouter>({
     trustAnchors: readCertificateBundle(options.caBundlePem),
-    findRouter: (id) => storedRouters().get(id),
+    findRouter: async (id) => (await storedRouters()).get(id),
     controllerId: options.controllerId,
     controllerVersion: options.controllerVersion,
     log,
@@ -144,8 +174,13 @@ export function createFabric(options: FabricOptions) {
     ...(options.bounds ? { bounds: options.bounds } : {}),
   });
 
-  function admitted(router: AdmittedRouter): void {
-    const stored = storedRouters().get(router.hello.routerId)!;
+  /**
+   * A router admitted: its handlers are registered at once (its messages may follow the hello), and in its
+   * channel's line its row is written first (after the cleanup of its previous connection here), its messages
+   * after it, in arrival order, and its cleanup when the channel closes after them.
+   */
+  function admitted(router: AdmittedRouter<StoredRouter>): void {
+    const stored = router.stored;
     const previous = sessions.get(router.hello.routerId);
     if (previous) previous.channel.close('replaced by a newer connection of the same router');
     const session: RouterSession = {
@@ -164,7 +199,18 @@ export function createFabric(options: FabricOptions) {
     const named = { routerId: session.routerId, routerName: session.name };
     router.channel.on('slowed', (reason) => log.warn({ ...named, reason }, 'router slowed: over its control channel bounds, reading paused'));
     router.channel.on('overloaded', (reason) => log.warn({ ...named, reason }, 'router disconnected: over its control channel bounds for too long'));
-    live.connected(session.routerId, session.connectionId, session.connectedAt, session.versionInfo, linkListenersOf(router));
+    const { channel } = router;
+    const prior = cleanups.get(session.routerId);
+    const listeners = linkListenersOf(router);
+    const registered = channel.serially(async () => {
+      await prior;
+      await live.connected(session.routerId, session.connectionId, session.connectedAt, session.versionInfo, listeners);
+      recorded.add(session);
+    });
+    registered.catch((err: Error) => {
+      log.warn({ ...named, err: err.message }, 'could not record the router connection');
+      channel.close('could not record the connection');
+    });
     for (const contentType of Object.values(ACKNOWLEDGED)) router.channel.handle(contentType, (msg, ch) => ch.result(msg, true));
     router.channel.handle(CtrlContentType.RouterLinks, (msg) => mesh.routerLinks(session.routerId, msg));
     router.channel.handle(CtrlContentType.Metrics, (msg) => mesh.metrics(session.routerId, msg));
@@ -172,26 +218,34 @@ export function createFabric(options: FabricOptions) {
     edgeRequests.attach(session);
     if (session.isEdge) edgeRequests.attachEdge(session);
     if (session.isEdge) tunnelTerminators.attach(session);
-    if (session.isEdge) startEdgeSync(session).catch((err: Error) => log.warn({ routerId: session.routerId, err: err.message }, 'edge sync failed'));
+    if (session.isEdge) startEdgeSync(session, registered).catch((err: Error) => log.warn({ routerId: session.routerId, err: err.message }, 'edge sync failed'));
     router.channel.once('close', (reason) => {
       const current = sessions.get(session.routerId) === session;
       if (current) sessions.delete(session.routerId);
-      try {
-        const connectedAgain = live.disconnected(session.routerId, session.connectionId);
-        // Not replaced by a newer connection, here or in another process: what the router held goes with it.
-        if (current && !connectedAgain) {
-          edgeRequests.routerGone(session.routerId);
-          mesh.routerGone(session.routerId);
+      // After the messages received before the close (and the row written before them).
+      const cleanup = channel.serially(async () => {
+        try {
+          const connectedAgain = await live.disconnected(session.routerId, session.connectionId);
+          // Not replaced by a newer connection, here or in another process: what the router held goes with it.
+          if (current && !connectedAgain) {
+            await edgeRequests.routerGone(session.routerId);
+            await mesh.routerGone(session.routerId);
+          }
+        } catch (err) {
+          log.warn({ routerId: session.routerId, err: (err as Error).message }, 'could not record the router disconnect');
         }
-      } catch (err) {
-        log.warn({ routerId: session.routerId, err: (err as Error).message }, 'could not record the router disconnect');
-      }
-      log.info({ ...named, connectionId: session.connectionId, reason }, 'router disconnected');
+        log.info({ ...named, connectionId: session.connectionId, reason }, 'router disconnected');
+      });
+      cleanups.set(session.routerId, cleanup);
+      const forget = (): void => {
+        if (cleanups.get(session.routerId) === cleanup) cleanups.delete(session.routerId);
+      };
+      cleanup.then(forget, forget);
     });
   }
 
   const mesh = createMesh({
-    db,
+    store,
     live,
     bus: options.bus,
     localChannel: (routerId) => sessions.get(routerId)?.channel,
@@ -199,7 +253,9 @@ export function createFabric(options: FabricOptions) {
     log,
   });
   mesh.onBusMessage((_from, payload) => {
-    if (payload.kind === 'circuit-fault') edgeRequests.remoteFault(payload.circuitId, payload.reporter);
+    if (payload.kind === 'circuit-fault') {
+      edgeRequests.remoteFault(payload.circuitId, payload.reporter).catch((err: Error) => log.warn({ circuitId: payload.circuitId, err: err.message }, 'could not end a circuit'));
+    }
   });
 
   /** The link listeners a router announced in its hello; none when the header is missing or unreadable. */
@@ -213,11 +269,11 @@ export function createFabric(options: FabricOptions) {
   }
 
   /** Every terminator a router writes goes through the one set of rules (terminators.ts). */
-  const terminators = createTerminatorWrites({ db, controllerId: options.controllerId });
+  const terminators = createTerminatorWrites({ store, controllerId: options.controllerId });
 
   const edgeRequests = createEdgeRequests({
-    db,
-    access: createServiceAccessCheck({ db, signer: options.signer, access: options.access }),
+    store,
+    access: createServiceAccessCheck({ store, signer: options.signer, access: options.access }),
     terminators,
     owner: options.owner,
     mesh,
@@ -227,7 +283,7 @@ export function createFabric(options: FabricOptions) {
   });
 
   /** Terminators of the routers' own tunnelers (their Router identities hosting services). */
-  const tunnelTerminators = createTunnelTerminators({ db, access: options.access, terminators, log });
+  const tunnelTerminators = createTunnelTerminators({ store, access: options.access, terminators, log });
 
   // ---- edge routers: hello, API sessions, data model ------------------------------------------------------------
 
@@ -236,7 +292,7 @@ export function createFabric(options: FabricOptions) {
   const publicKeys = publicKeyEvents(signingCertDer, caCertDers);
   /** The router data model (src/fabric/data-model): one timeline per database, the change feed's seq as index. */
   const dataModel = createRouterDataModel({
-    db,
+    store,
     access: { catchUp: () => options.access.catchUp(), membership: () => options.access.membership() },
     controllerKeys: publicKeys,
     timelineId: options.controllerId,
@@ -244,100 +300,124 @@ export function createFabric(options: FabricOptions) {
   });
   /** Tokens of the API sessions this process told routers about, by id (a removal names the token). */
   const pushedTokens = new Map<string, string>();
-  const sessionEvents = createSessionEventReader(db);
+  const sessionEvents = createSessionEventReader(store);
+  /**
+   * The API session sync's line: each push of feed events and each full state (read with the feed's head) runs
+   * alone, so a router is never between its full state and the events above it when a push looks at it.
+   */
+  const sessionSync = workLine();
 
-  function routerApiSessions(ids?: readonly string[]) {
-    const list = readRouterApiSessions(db, options.seal, ids);
+  async function routerApiSessions(q: Sql, ids?: readonly string[]) {
+    const list = await readRouterApiSessions(q, options.seal, ids);
     for (const s of list) pushedTokens.set(s.id, s.token);
     return list;
   }
 
-  /** Every API session, read with the feed's head in one transaction: later events above it go to the router. */
-  function sendFullApiSessionState(session: RouterSession): void {
-    const { at, list } = db.transaction(() => ({ at: feedHead(db), list: routerApiSessions() })).deferred();
+  /**
+   * Every API session, read with the feed's head in one snapshot: later events above it go to the router. Runs in
+   * the `sessionSync` line (its caller's).
+   */
+  async function sendFullApiSessionStateNow(session: RouterSession): Promise<void> {
+    const { at, list } = await store.snapshot(async (q) => ({ at: await feedHead(q), list: await routerApiSessions(q) }));
     session.apiSessionsFrom = at;
     for (const msg of apiSessionFullState(list, randomUUID())) session.channel.send(msg);
   }
 
-  async function startEdgeSync(session: RouterSession): Promise<void> {
+  function sendFullApiSessionState(session: RouterSession): Promise<void> {
+    return sessionSync(() => sendFullApiSessionStateNow(session));
+  }
+
+  async function startEdgeSync(session: RouterSession, registered: Promise<void>): Promise<void> {
     const { channel } = session;
     const sendModel = (m: ChannelMessage): void => {
       channel.send(m);
     };
-    channel.handle(EdgeContentType.SubscribeToDataModelRequest, (msg) => {
-      dataModel.subscribe(session.routerId, sendModel, decode('edge.SubscribeToDataModelRequest', msg.body));
+    channel.handle(EdgeContentType.SubscribeToDataModelRequest, (msg) =>
+      dataModel.subscribe(session.routerId, sendModel, decode('edge.SubscribeToDataModelRequest', msg.body)),
+    );
+    channel.once('close', () => {
+      dataModel.routerGone(session.routerId, sendModel).catch((err: Error) => log.warn({ routerId: session.routerId, err: err.message }, 'could not end a data model subscription'));
     });
-    channel.once('close', () => dataModel.routerGone(session.routerId, sendModel));
     channel.handle(EdgeContentType.RequestClientReSync, () => sendFullApiSessionState(session));
     channel.handle(EdgeContentType.ConnectEvents, (msg) => identityConnections(session, msg));
     channel.handle(EdgeContentType.ApiSessionHeartbeat, (msg) => apiSessionHeartbeat(session, msg));
-    live.syncStatus(session.routerId, session.connectionId, 'SYNC_HELLO');
+    // The row the sync status goes to is written first (a failure to write it closed the channel).
+    try {
+      await registered;
+    } catch {
+      return;
+    }
+    await live.syncStatus(session.routerId, session.connectionId, 'SYNC_HELLO');
     let description;
     try {
       description = readClientHello(await channel.request(serverHello(options.controllerVersion), 30_000));
     } catch (err) {
       if (channel.closed) return;
       log.warn({ routerId: session.routerId, err: (err as Error).message }, 'edge router did not describe itself');
-      live.syncStatus(session.routerId, session.connectionId, 'SYNC_ERROR');
+      await live.syncStatus(session.routerId, session.connectionId, 'SYNC_ERROR');
       return;
     }
     if (channel.closed) return;
-    live.described(session.routerId, session.connectionId, description.hostname, description.supportedProtocols);
-    sendFullApiSessionState(session);
-    if (description.dataModel.supported) channel.send(syntheticChangeSet(publicKeys));
-    session.synced = true;
-    live.syncStatus(session.routerId, session.connectionId, 'SYNC_DONE');
+    await live.described(session.routerId, session.connectionId, description.hostname, description.supportedProtocols);
+    const { supported } = description.dataModel;
+    await sessionSync(async () => {
+      await sendFullApiSessionStateNow(session);
+      if (supported) channel.send(syntheticChangeSet(publicKeys));
+      session.synced = true;
+    });
+    await live.syncStatus(session.routerId, session.connectionId, 'SYNC_DONE');
   }
 
   /**
    * Which identities have an SDK connected to the router: full state, or the changes since the last report.
    * Identities that do not exist (deleted meanwhile, or made up) are passed over.
    */
-  function identityConnections(session: RouterSession, msg: ChannelMessage): void {
+  async function identityConnections(session: RouterSession, msg: ChannelMessage): Promise<void> {
     const report = decode('edge.ConnectEvents', msg.body);
     const at = new Date().toISOString();
-    db.transaction(() => {
-      if (report.fullState) prepare(db, 'DELETE FROM identity_router_connections WHERE router_id = ?').run(session.routerId);
+    await store.write(async (tx) => {
+      if (report.fullState) await tx.run('DELETE FROM identity_router_connections WHERE router_id = ?', [session.routerId]);
       for (const event of report.events) {
         if (!event.identityId) continue;
         if (event.isConnected) {
-          prepare(
-            db,
+          await tx.run(
             `INSERT INTO identity_router_connections (identity_id, router_id, connected_at)
-             SELECT id, ?, ? FROM identities WHERE id = ? ON CONFLICT DO NOTHING`,
-          ).run(session.routerId, at, event.identityId);
+             SELECT id, CAST(? AS TEXT), CAST(? AS TEXT) FROM identities WHERE id = ? ON CONFLICT DO NOTHING`,
+            [session.routerId, at, event.identityId],
+          );
         } else {
-          prepare(db, 'DELETE FROM identity_router_connections WHERE identity_id = ? AND router_id = ?').run(event.identityId, session.routerId);
+          await tx.run('DELETE FROM identity_router_connections WHERE identity_id = ? AND router_id = ?', [event.identityId, session.routerId]);
         }
       }
-    }).immediate();
+    });
   }
 
   /**
    * API sessions in use at the router count as active: marked like REST requests, written in the next batch of
    * activity (no write per heartbeat). Tokens of no live session are removed at the router.
    */
-  function apiSessionHeartbeat(session: RouterSession, msg: ChannelMessage): void {
+  async function apiSessionHeartbeat(session: RouterSession, msg: ChannelMessage): Promise<void> {
     const { tokens } = decode('edge.ApiSessionHeartbeat', msg.body);
     const hashes = tokens.map(hashToken);
-    const unknown = options.apiSessions.markActiveByHashes(hashes);
+    const unknown = await options.apiSessions.markActiveByHashes(hashes);
     if (unknown.size > 0) session.channel.send(apiSessionsRemoved(tokens.filter((_, i) => unknown.has(hashes[i]!)).map((token) => ({ id: '', token }))));
   }
 
   /**
    * Tells synced edge routers what changed in the store since the last look: each router only the events above
    * the feed position its full API session state was read at (it already has what came before). With no router
-   * connected the reader just keeps up with the feed: the first router's full state will hold all of it.
+   * connected the reader just keeps up with the feed: the first router's full state will hold all of it. Runs in
+   * the `sessionSync` line.
    */
-  function pushSessionChanges(): void {
+  async function pushSessionChanges(): Promise<void> {
     if (sessions.size === 0) {
-      sessionEvents.skip();
+      await sessionEvents.skip();
       return;
     }
-    const { events, missed } = sessionEvents.poll();
+    const { events, missed } = await sessionEvents.poll();
     const targets = [...sessions.values()].filter((s) => s.synced && !s.channel.closed);
     if (missed) {
-      for (const target of targets) sendFullApiSessionState(target);
+      for (const target of targets) await sendFullApiSessionStateNow(target);
       return;
     }
     if (events.length === 0) return;
@@ -345,7 +425,7 @@ export function createFabric(options: FabricOptions) {
     const endedSessions = new Set(events.filter((e) => e.kind === 'sessionRemoved').map((e) => e.id));
     const endedApiSessions = new Set(events.filter((e) => e.kind === 'apiSessionRemoved').map((e) => e.id));
     if (endedSessions.size + endedApiSessions.size > 0) {
-      edgeRequests.endCircuitsWhere((c) => endedSessions.has(c.sessionId) || endedApiSessions.has(c.apiSessionId), 'session ended');
+      await edgeRequests.endCircuitsWhere((c) => endedSessions.has(c.sessionId) || endedApiSessions.has(c.apiSessionId), 'session ended');
     }
     // The tokens of removed sessions, taken once (a router that never had a session is told nothing of it).
     const removedTokens = new Map<string, string>();
@@ -357,7 +437,7 @@ export function createFabric(options: FabricOptions) {
     }
     if (targets.length === 0) return;
     const addedIds = events.filter((e) => e.kind === 'apiSessionAdded').map((e) => e.id);
-    const added = new Map(addedIds.length > 0 ? routerApiSessions(addedIds).map((a) => [a.id, a]) : []);
+    const added = new Map(addedIds.length > 0 ? (await routerApiSessions(store, addedIds)).map((a) => [a.id, a]) : []);
     /** The messages for a tail of the events (most routers get them all: one list, built once, for all of them). */
     const messagesFrom = (tail: readonly SessionEvent[]): ChannelMessage[] => {
       const out: ChannelMessage[] = [];
@@ -378,33 +458,35 @@ export function createFabric(options: FabricOptions) {
       for (const msg of messages) target.channel.send(msg);
     }
   }
-  const pollTimer = setInterval(() => {
+  const pollTimer = everyInterval(options.pollIntervalMs ?? 100, async () => {
     try {
-      pushSessionChanges();
-      mesh.syncPeers();
+      await sessionSync(pushSessionChanges);
+      await mesh.syncPeers();
       // Circuits over links that went away end (routers report the rest as faults).
-      const links = mesh.linkIds();
-      edgeRequests.endCircuitsWhere((c) => c.links.some((l) => !links.has(l)), 'a link of its path went away');
+      const links = await mesh.linkIds();
+      await edgeRequests.endCircuitsWhere((c) => c.links.some((l) => !links.has(l)), 'a link of its path went away');
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'could not push session changes to routers');
     }
     try {
-      dataModel.poll();
+      await dataModel.poll();
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'could not push data model changes to routers');
     }
-  }, options.pollIntervalMs ?? 100);
-  pollTimer.unref();
+  });
 
   /**
    * Closes the channels of routers deleted, disabled or re-enrolled since they connected, and of routers that
    * connected again to another process (its row in router_connections names the newer connection).
    */
-  function checkStoredRouters(): void {
+  async function checkStoredRouters(): Promise<void> {
     if (sessions.size === 0) return;
-    const stored = storedRouters();
-    const connected = live.current();
-    for (const session of sessions.values()) {
+    // Only connections whose row was written before the rows are read: a newer one's may not be there yet.
+    const recordedNow = [...sessions.values()].filter((s) => recorded.has(s));
+    const stored = await storedRouters();
+    const connected = await live.current();
+    for (const session of recordedNow) {
+      if (session.channel.closed) continue;
       const now = stored.get(session.routerId);
       const row = connected.get(session.routerId);
       const reason = !now
@@ -422,14 +504,13 @@ export function createFabric(options: FabricOptions) {
       }
     }
   }
-  const checkTimer = setInterval(() => {
+  const checkTimer = everyInterval(options.checkIntervalMs ?? 1000, async () => {
     try {
-      checkStoredRouters();
+      await checkStoredRouters();
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'could not check connected routers against the store');
     }
-  }, options.checkIntervalMs ?? 1000);
-  checkTimer.unref();
+  });
 
   return {
     /** Takes a TLS connection that negotiated the control channel's ALPN. */

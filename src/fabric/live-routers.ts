@@ -4,9 +4,7 @@
  * status, version). One row per router; a row is removed with its connection, and every row is dropped at
  * controller start and when the process owning it dies.
  */
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
-import { versionedValue } from '../store/table-versions.ts';
+import type { Sql, Store } from '../store/store.ts';
 import type { VersionInfo } from './channel/hello.ts';
 import { ROUTER_CREATED } from './terminators.ts';
 
@@ -63,66 +61,70 @@ function liveOf(row: Row): LiveRouter {
  * they re-create when they reconnect; circuits, links, connected identities): at controller start, when none
  * can exist.
  */
-export function clearLiveRouters(db: Db): void {
-  db.transaction(() => {
-    prepare(db, `DELETE FROM terminators WHERE ${ROUTER_CREATED}`).run();
-    prepare(db, 'DELETE FROM circuits').run();
-    prepare(db, 'DELETE FROM links').run();
-    prepare(db, 'DELETE FROM identity_router_connections').run();
-    prepare(db, 'DELETE FROM router_connections').run();
-  }).immediate();
+export async function clearLiveRouters(store: Store): Promise<void> {
+  await store.write(async (tx) => {
+    await tx.run(`DELETE FROM terminators WHERE ${ROUTER_CREATED}`);
+    await tx.run('DELETE FROM circuits');
+    await tx.run('DELETE FROM links');
+    await tx.run('DELETE FROM identity_router_connections');
+    await tx.run('DELETE FROM router_connections');
+  });
 }
 
 /** Forgets the connections a dead process held, with their routers' terminators, circuits and identities. */
-export function clearLiveRoutersOf(db: Db, owner: string): void {
-  db.transaction(() => {
+export async function clearLiveRoutersOf(store: Store, owner: string): Promise<void> {
+  await store.write(async (tx) => {
     const held = 'SELECT router_id FROM router_connections WHERE owner = ?';
-    prepare(db, `DELETE FROM terminators WHERE ${ROUTER_CREATED} AND router_id IN (${held})`).run(owner);
-    prepare(db, `DELETE FROM identity_router_connections WHERE router_id IN (${held})`).run(owner);
-    prepare(db, 'DELETE FROM circuits WHERE owner = ?').run(owner);
-    prepare(db, 'DELETE FROM links WHERE owner = ?').run(owner);
-    prepare(db, 'DELETE FROM router_connections WHERE owner = ?').run(owner);
-  }).immediate();
+    await tx.run(`DELETE FROM terminators WHERE ${ROUTER_CREATED} AND router_id IN (${held})`, [owner]);
+    await tx.run(`DELETE FROM identity_router_connections WHERE router_id IN (${held})`, [owner]);
+    await tx.run('DELETE FROM circuits WHERE owner = ?', [owner]);
+    await tx.run('DELETE FROM links WHERE owner = ?', [owner]);
+    await tx.run('DELETE FROM router_connections WHERE owner = ?', [owner]);
+  });
 }
 
-export function createLiveRouters(db: Db, owner: string) {
+export function createLiveRouters(store: Store, owner: string) {
   /** Every connected router, by id; rebuilt only when the table changed. */
-  const current = versionedValue(db, ['router_connections'], () => {
-    const rows = prepare(db, 'SELECT * FROM router_connections').all() as Row[];
+  const current: (q?: Sql) => Promise<ReadonlyMap<string, LiveRouter>> = store.versioned(['router_connections'], async (q) => {
+    const rows = await q.all<Row>('SELECT * FROM router_connections');
     return new Map(rows.map((row) => [row.router_id, Object.freeze(liveOf(row))]));
   });
 
   /** Records a new connection; a row of an earlier connection of the same router is replaced. */
-  function connected(routerId: string, connectionId: string, connectedAt: Date, versionInfo: VersionInfo, listeners: LinkListener[]): void {
-    prepare(
-      db,
-      `INSERT INTO router_connections (router_id, owner, connection_id, connected_at, version_info, listeners) VALUES (?, ?, ?, ?, ?, ?)
+  async function connected(routerId: string, connectionId: string, connectedAt: Date, versionInfo: VersionInfo, listeners: LinkListener[]): Promise<void> {
+    await store.write((tx) =>
+      tx.run(
+        `INSERT INTO router_connections (router_id, owner, connection_id, connected_at, version_info, listeners) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (router_id) DO UPDATE SET owner = excluded.owner, connection_id = excluded.connection_id, connected_at = excluded.connected_at,
          hostname = '', supported_protocols = '{}', version_info = excluded.version_info, sync_status = 'SYNC_NEW', listeners = excluded.listeners`,
-    ).run(routerId, owner, connectionId, connectedAt.toISOString(), JSON.stringify(versionInfo), JSON.stringify(listeners));
-  }
-
-  /** What an edge router said of itself in its client hello. */
-  function described(routerId: string, connectionId: string, hostname: string, supportedProtocols: Record<string, string>): void {
-    prepare(db, 'UPDATE router_connections SET hostname = ?, supported_protocols = ? WHERE router_id = ? AND connection_id = ?').run(
-      hostname,
-      JSON.stringify(supportedProtocols),
-      routerId,
-      connectionId,
+        [routerId, owner, connectionId, connectedAt.toISOString(), JSON.stringify(versionInfo), JSON.stringify(listeners)],
+      ),
     );
   }
 
-  function syncStatus(routerId: string, connectionId: string, status: SyncStatus): void {
-    prepare(db, 'UPDATE router_connections SET sync_status = ? WHERE router_id = ? AND connection_id = ?').run(status, routerId, connectionId);
+  /** What an edge router said of itself in its client hello. */
+  async function described(routerId: string, connectionId: string, hostname: string, supportedProtocols: Record<string, string>): Promise<void> {
+    await store.write((tx) =>
+      tx.run('UPDATE router_connections SET hostname = ?, supported_protocols = ? WHERE router_id = ? AND connection_id = ?', [
+        hostname,
+        JSON.stringify(supportedProtocols),
+        routerId,
+        connectionId,
+      ]),
+    );
+  }
+
+  async function syncStatus(routerId: string, connectionId: string, status: SyncStatus): Promise<void> {
+    await store.write((tx) => tx.run('UPDATE router_connections SET sync_status = ? WHERE router_id = ? AND connection_id = ?', [status, routerId, connectionId]));
   }
 
   /**
    * The connection ended; a newer connection of the same router keeps its row. Returns whether the router is
    * connected again already (in any process): what it holds then belongs to that connection.
    */
-  function disconnected(routerId: string, connectionId: string): boolean {
-    const removed = prepare(db, 'DELETE FROM router_connections WHERE router_id = ? AND connection_id = ?').run(routerId, connectionId).changes;
-    return removed === 0 && current().has(routerId);
+  async function disconnected(routerId: string, connectionId: string): Promise<boolean> {
+    const { changes: removed } = await store.write((tx) => tx.run('DELETE FROM router_connections WHERE router_id = ? AND connection_id = ?', [routerId, connectionId]));
+    return removed === 0 && (await current()).has(routerId);
   }
 
   return { current, connected, described, syncStatus, disconnected };

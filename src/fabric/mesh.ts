@@ -17,13 +17,11 @@
  * - Reaching routers: a router held here is reached on its channel; one held by another process through the
  *   bus (the owner sends and hands back the reply).
  */
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
-import { versionedValue } from '../store/table-versions.ts';
+import type { Store } from '../store/store.ts';
 import type { BusPayload, FabricBus, WireMessage } from './bus.ts';
 import type { ControlChannel } from './channel/connection.ts';
 import { message, type ChannelMessage } from './channel/message.ts';
-import type { LinkListener, LiveRouters } from './live-routers.ts';
+import type { LinkListener, LiveRouter, LiveRouters } from './live-routers.ts';
 import type { GraphLink, GraphRouter } from './paths.ts';
 import { decode, encode, type ProtoMessages } from './proto/index.ts';
 import { CtrlContentType, FaultSubject, PeerState } from './proto/ctrl.ts';
@@ -35,7 +33,7 @@ export interface MeshLog {
 }
 
 export interface MeshOptions {
-  db: Db;
+  store: Store;
   live: LiveRouters;
   bus: FabricBus;
   /** The channel of a router this process holds. */
@@ -81,7 +79,7 @@ interface LinkRow {
 }
 
 export function createMesh(options: MeshOptions) {
-  const { db, live, bus, log } = options;
+  const { store, live, bus, log } = options;
   const now = options.now ?? (() => new Date());
 
   // ---- reaching routers --------------------------------------------------------------------------------------
@@ -90,11 +88,11 @@ export function createMesh(options: MeshOptions) {
   const pending = new Map<number, { resolve(m: ChannelMessage): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
 
   /** Sends to a router wherever it is held and waits for its reply. */
-  function requestOn(routerId: string, msg: ChannelMessage, timeoutMs: number): Promise<ChannelMessage> {
+  async function requestOn(routerId: string, msg: ChannelMessage, timeoutMs: number): Promise<ChannelMessage> {
     const local = options.localChannel(routerId);
     if (local) return local.request(msg, timeoutMs);
-    const owner = live.current().get(routerId)?.owner;
-    if (!owner) return Promise.reject(new Error(`router ${routerId} is not connected`));
+    const owner = (await live.current()).get(routerId)?.owner;
+    if (!owner) throw new Error(`router ${routerId} is not connected`);
     return new Promise((resolve, reject) => {
       const requestId = nextRequestId++;
       const timer = setTimeout(() => {
@@ -111,14 +109,14 @@ export function createMesh(options: MeshOptions) {
     });
   }
 
-  /** Sends to a router wherever it is held; false when it is not connected. */
-  function sendOn(routerId: string, msg: ChannelMessage): boolean {
+  /** Sends to a router wherever it is held (at once to a router held here); false when it is not connected. */
+  async function sendOn(routerId: string, msg: ChannelMessage): Promise<boolean> {
     const local = options.localChannel(routerId);
     if (local) {
       local.send(msg);
       return true;
     }
-    const owner = live.current().get(routerId)?.owner;
+    const owner = (await live.current()).get(routerId)?.owner;
     return owner !== undefined && bus.send(owner, { kind: 'send', routerId, message: toWire(msg) });
   }
 
@@ -158,28 +156,28 @@ export function createMesh(options: MeshOptions) {
   // ---- the graph -----------------------------------------------------------------------------------------------
 
   /** Costs and traversal flags of every router (re-read only when the routers table changed). */
-  const routerFacts = versionedValue(db, ['routers'], () => {
-    const rows = prepare(db, 'SELECT id, cost, no_traversal FROM routers').all() as Array<{ id: string; cost: number; no_traversal: number }>;
+  const routerFacts = store.versioned(['routers'], async (q) => {
+    const rows = await q.all<{ id: string; cost: number; no_traversal: number }>('SELECT id, cost, no_traversal FROM routers');
     return new Map(rows.map((r) => [r.id, { cost: r.cost, noTraversal: r.no_traversal === 1 }]));
   });
 
-  const storedLinks = versionedValue(db, ['links'], () => prepare(db, 'SELECT id, src_router_id, dst_router_id, cost, iteration FROM links WHERE down = 0').all() as LinkRow[]);
+  const storedLinks = store.versioned(['links'], (q) => q.all<LinkRow>('SELECT id, src_router_id, dst_router_id, cost, iteration FROM links WHERE down = 0'));
 
   /** The connected routers and the links between them, for path selection. */
-  function graph(): { routers: Map<string, GraphRouter>; links: GraphLink[] } {
-    const facts = routerFacts();
+  async function graph(): Promise<{ routers: Map<string, GraphRouter>; links: GraphLink[] }> {
+    const facts = await routerFacts();
     const routers = new Map<string, GraphRouter>();
-    for (const id of live.current().keys()) {
+    for (const id of (await live.current()).keys()) {
       const f = facts.get(id);
       if (f) routers.set(id, { id, cost: f.cost, noTraversal: f.noTraversal });
     }
-    const links = storedLinks().map((l) => ({ id: l.id, src: l.src_router_id, dst: l.dst_router_id, cost: l.cost }));
+    const links = (await storedLinks()).map((l) => ({ id: l.id, src: l.src_router_id, dst: l.dst_router_id, cost: l.cost }));
     return { routers, links };
   }
 
   /** Ids of the links that exist now. */
-  function linkIds(): Set<string> {
-    return new Set(storedLinks().map((l) => l.id));
+  async function linkIds(): Promise<Set<string>> {
+    return new Set((await storedLinks()).map((l) => l.id));
   }
 
   // ---- links ---------------------------------------------------------------------------------------------------
@@ -188,38 +186,36 @@ export function createMesh(options: MeshOptions) {
    * A dialing router's report of its links; a full refresh drops the ones it no longer lists. Whether a link is
    * down is the operator's alone: a link taken down and reported again stays down (migration 0033).
    */
-  function routerLinks(routerId: string, msg: ChannelMessage): void {
+  async function routerLinks(routerId: string, msg: ChannelMessage): Promise<void> {
     const report = decode('ctrl.RouterLinks', msg.body);
     const at = now().toISOString();
-    const upsert = prepare(
-      db,
-      `INSERT INTO links (id, src_router_id, dst_router_id, protocol, dial_address, iteration, state, down, owner, created_at, updated_at, src_latency, dst_latency)
+    const upsert = `INSERT INTO links (id, src_router_id, dst_router_id, protocol, dial_address, iteration, state, down, owner, created_at, updated_at, src_latency, dst_latency)
        VALUES (?, ?, ?, ?, ?, ?, 'Connected', 0, ?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET iteration = excluded.iteration, state = 'Connected', owner = excluded.owner, updated_at = excluded.updated_at`,
-    );
-    const routers = new Set(prepare(db, 'SELECT id FROM routers').pluck().all() as string[]);
-    const known = prepare(db, 'SELECT 1 FROM links WHERE id = ?');
-    db.transaction(() => {
+       ON CONFLICT (id) DO UPDATE SET iteration = excluded.iteration, state = 'Connected', owner = excluded.owner, updated_at = excluded.updated_at`;
+    const routers = new Set(await store.column<string>('SELECT id FROM routers'));
+    await store.write(async (tx) => {
       for (const link of report.links) {
         if (!link.id || !routers.has(link.destRouterId) || link.destRouterId === routerId) continue;
-        if (!known.get(link.id)) log.info({ linkId: link.id, from: routerId, to: link.destRouterId, protocol: link.linkProtocol }, 'link up');
-        upsert.run(link.id, routerId, link.destRouterId, link.linkProtocol, link.dialAddress, link.iteration, bus.self, at, at,
-          INITIAL_LINK_LATENCY_NS, INITIAL_LINK_LATENCY_NS);
+        if (!(await tx.get('SELECT 1 FROM links WHERE id = ?', [link.id]))) {
+          log.info({ linkId: link.id, from: routerId, to: link.destRouterId, protocol: link.linkProtocol }, 'link up');
+        }
+        await tx.run(upsert, [link.id, routerId, link.destRouterId, link.linkProtocol, link.dialAddress, link.iteration, bus.self, at, at,
+          INITIAL_LINK_LATENCY_NS, INITIAL_LINK_LATENCY_NS]);
       }
       if (report.fullRefresh) {
         const listed = new Set(report.links.map((l) => l.id));
-        for (const id of prepare(db, 'SELECT id FROM links WHERE src_router_id = ?').pluck().all(routerId) as string[]) {
+        for (const id of await tx.column<string>('SELECT id FROM links WHERE src_router_id = ?', [routerId])) {
           if (listed.has(id)) continue;
-          prepare(db, 'DELETE FROM links WHERE id = ?').run(id);
+          await tx.run('DELETE FROM links WHERE id = ?', [id]);
           log.info({ linkId: id, from: routerId }, 'link gone (no longer reported)');
         }
       }
-    }).immediate();
+    });
     log.debug({ routerId, links: report.links.length, fullRefresh: report.fullRefresh }, 'router links reported');
   }
 
   /** A router's metrics: the latency it measured of each of its links sets its end's share of the link's cost. */
-  function metrics(routerId: string, msg: ChannelMessage): void {
+  async function metrics(routerId: string, msg: ChannelMessage): Promise<void> {
     let report: ProtoMessages['metrics.MetricsMessage'];
     try {
       report = decode('metrics.MetricsMessage', msg.body);
@@ -227,15 +223,13 @@ export function createMesh(options: MeshOptions) {
       log.warn({ routerId, err: (err as Error).message }, 'unreadable metrics from a router');
       return;
     }
-    const rows = prepare(db, 'SELECT id, src_router_id, src_latency, dst_latency FROM links WHERE src_router_id = ? OR dst_router_id = ?').all(routerId, routerId) as Array<{
-      id: string;
-      src_router_id: string;
-      src_latency: number;
-      dst_latency: number;
-    }>;
-    // The link's cost follows in the store (migration 0031).
-    const update = prepare(db, 'UPDATE links SET src_latency = ?, dst_latency = ? WHERE id = ?');
-    db.transaction(() => {
+    // Read and written in one transaction: the other end's share, read here, is written back unchanged.
+    await store.write(async (tx) => {
+      const rows = await tx.all<{ id: string; src_router_id: string; src_latency: number; dst_latency: number }>(
+        'SELECT id, src_router_id, src_latency, dst_latency FROM links WHERE src_router_id = ? OR dst_router_id = ?',
+        [routerId, routerId],
+      );
+      // The link's cost follows in the store (migration 0031).
       for (const row of rows) {
         const measured = measuredLatency(report.histograms, row.id);
         if (measured === undefined) continue;
@@ -243,33 +237,37 @@ export function createMesh(options: MeshOptions) {
         const src = atSource ? measured : row.src_latency;
         const dst = atSource ? row.dst_latency : measured;
         if (src === row.src_latency && dst === row.dst_latency) continue;
-        update.run(src, dst, row.id);
+        await tx.run('UPDATE links SET src_latency = ?, dst_latency = ? WHERE id = ?', [src, dst, row.id]);
       }
-    }).immediate();
+    });
   }
 
   /** A link failed at one end: it goes, and the router at the other end is told to close its side. */
-  function linkFault(routerId: string, linkId: string, iteration: number): void {
-    const row = prepare(db, 'SELECT id, src_router_id, dst_router_id, iteration FROM links WHERE id = ?').get(linkId) as LinkRow | undefined;
-    if (!row || (iteration > 0 && row.iteration > iteration)) return;
-    prepare(db, 'DELETE FROM links WHERE id = ?').run(linkId);
+  async function linkFault(routerId: string, linkId: string, iteration: number): Promise<void> {
+    const row = await store.write(async (tx) => {
+      const found = await tx.get<LinkRow>('SELECT id, src_router_id, dst_router_id, iteration FROM links WHERE id = ?', [linkId]);
+      if (!found || (iteration > 0 && found.iteration > iteration)) return undefined;
+      await tx.run('DELETE FROM links WHERE id = ?', [linkId]);
+      return found;
+    });
+    if (!row) return;
     const other = row.src_router_id === routerId ? row.dst_router_id : row.src_router_id;
-    sendOn(other, message(CtrlContentType.Fault, encode('ctrl.Fault', { subject: FaultSubject.LinkFault, id: linkId, iteration })));
+    await sendOn(other, message(CtrlContentType.Fault, encode('ctrl.Fault', { subject: FaultSubject.LinkFault, id: linkId, iteration })));
     log.info({ linkId, reportedBy: routerId }, 'link removed');
   }
 
   /** The listening end of a new link asks whether the dialer is who it says: its certificate must be the enrolled one. */
-  function verifyRouter(channel: ControlChannel, msg: ChannelMessage): void {
+  async function verifyRouter(channel: ControlChannel, msg: ChannelMessage): Promise<void> {
     const request = decode('ctrl.VerifyRouter', msg.body);
-    const row = prepare(db, 'SELECT fingerprint, disabled FROM routers WHERE id = ?').get(request.routerId) as { fingerprint: string | null; disabled: number } | undefined;
+    const row = await store.get<{ fingerprint: string | null; disabled: number }>('SELECT fingerprint, disabled FROM routers WHERE id = ?', [request.routerId]);
     const enrolled = row?.fingerprint?.toLowerCase();
     const ok = !!row && row.disabled === 0 && !!enrolled && request.fingerprints.some((f) => f.toLowerCase() === enrolled);
     channel.result(msg, ok, ok ? '' : `router ${request.routerId} could not be verified`);
   }
 
   /** A router went away: its links go with it. */
-  function routerGone(routerId: string): void {
-    const gone = prepare(db, 'DELETE FROM links WHERE src_router_id = ? OR dst_router_id = ?').run(routerId, routerId).changes;
+  async function routerGone(routerId: string): Promise<void> {
+    const { changes: gone } = await store.write((tx) => tx.run('DELETE FROM links WHERE src_router_id = ? OR dst_router_id = ?', [routerId, routerId]));
     if (gone > 0) log.info({ routerId, links: gone }, 'links of a disconnected router removed');
   }
 
@@ -280,8 +278,12 @@ export function createMesh(options: MeshOptions) {
   /** Local routers that have been sent the full peer list, by connection id. */
   const introduced = new Map<string, string>();
 
-  function peerChange(id: string, state: number): { id: string; version: string; state: number; listeners: Array<Record<string, unknown>> } {
-    const router = live.current().get(id);
+  function peerChange(
+    connected: ReadonlyMap<string, LiveRouter>,
+    id: string,
+    state: number,
+  ): { id: string; version: string; state: number; listeners: Array<Record<string, unknown>> } {
+    const router = connected.get(id);
     return {
       id,
       version: router?.versionInfo.version ?? '',
@@ -294,13 +296,14 @@ export function createMesh(options: MeshOptions) {
     return message(CtrlContentType.PeerStateChangeRequest, encode('ctrl.PeerStateChanges', { changes: changes as never }));
   }
 
-  /** Tells this process's routers what changed among their peers since the last look. */
-  function syncPeers(): void {
-    const current = new Map([...live.current().values()].map((r) => [r.routerId, r.connectionId]));
+  /** Tells this process's routers what changed among their peers since the last look (one look at a time). */
+  async function syncPeers(): Promise<void> {
+    const connected = await live.current();
+    const current = new Map([...connected.values()].map((r) => [r.routerId, r.connectionId]));
     const changes: Array<{ id: string; change: ReturnType<typeof peerChange> }> = [];
-    for (const [id, connectionId] of current) if (toldPeers.get(id) !== connectionId) changes.push({ id, change: peerChange(id, PeerState.Healthy) });
+    for (const [id, connectionId] of current) if (toldPeers.get(id) !== connectionId) changes.push({ id, change: peerChange(connected, id, PeerState.Healthy) });
     if ([...toldPeers.keys()].some((id) => !current.has(id))) {
-      const existing = new Set(prepare(db, 'SELECT id FROM routers').pluck().all() as string[]);
+      const existing = new Set(await store.column<string>('SELECT id FROM routers'));
       for (const id of toldPeers.keys()) {
         if (!current.has(id)) changes.push({ id, change: { id, version: '', state: existing.has(id) ? PeerState.Unhealthy : PeerState.Removed, listeners: [] } });
       }
@@ -312,7 +315,7 @@ export function createMesh(options: MeshOptions) {
       if (introduced.get(routerId) !== connectionId) {
         // A router new to this process hears of every other connected router.
         introduced.set(routerId, connectionId);
-        const all = [...current.keys()].filter((id) => id !== routerId).map((id) => peerChange(id, PeerState.Healthy));
+        const all = [...current.keys()].filter((id) => id !== routerId).map((id) => peerChange(connected, id, PeerState.Healthy));
         if (all.length > 0) channel.send(peerMessage(all));
         continue;
       }

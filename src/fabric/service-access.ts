@@ -8,8 +8,7 @@
  */
 import { hashToken } from '../auth/api-session.service.ts';
 import { verifyJwt, type JwtSigningKey } from '../pki/enrollment-jwt.ts';
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
+import type { Store } from '../store/store.ts';
 import type { PolicyMembership } from './data-model/full-state.ts';
 import { EdgeErrorCode } from './proto/edge-ctrl.ts';
 
@@ -23,18 +22,21 @@ export class AccessRefused extends Error {
   }
 }
 
-/** What the fabric asks the access side; built by the controller from its access index and posture service. */
+/**
+ * What the fabric asks the access side; built by the controller from its access index and posture service. Each
+ * answer may be given at once or as a promise (an answer that reads the store); the fabric awaits them all.
+ */
 export interface FabricAccess {
   /** Brings in-memory access state up to date with the store (other processes' writes). */
-  catchUp(): void;
+  catchUp(): void | Promise<unknown>;
   /** Whether the identity may dial or bind the service now (service policies and posture checks). */
-  mayUse(identityId: string, apiSessionId: string, serviceId: string, type: 'Dial' | 'Bind'): boolean;
+  mayUse(identityId: string, apiSessionId: string, serviceId: string, type: 'Dial' | 'Bind'): boolean | Promise<boolean>;
   /** Whether edge router policies and service edge router policies put this router between them. */
-  routerAllowed(identityId: string, serviceId: string, routerId: string): boolean;
+  routerAllowed(identityId: string, serviceId: string, routerId: string): boolean | Promise<boolean>;
   /** The identities, services and posture checks each service policy covers now (the router data model). */
-  membership(): PolicyMembership;
+  membership(): PolicyMembership | Promise<PolicyMembership>;
   /** Whether service policies let the identity dial or bind the service, posture aside (routers' own tunnelers). */
-  policyPermissions(identityId: string, serviceId: string): { dial: boolean; bind: boolean };
+  policyPermissions(identityId: string, serviceId: string): { dial: boolean; bind: boolean } | Promise<{ dial: boolean; bind: boolean }>;
 }
 
 export interface GrantedAccess {
@@ -47,13 +49,13 @@ export interface GrantedAccess {
   terminatorStrategy: string;
 }
 
-export function createServiceAccessCheck(deps: { db: Db; signer: JwtSigningKey; access: FabricAccess; now?: () => Date }) {
+export function createServiceAccessCheck(deps: { store: Store; signer: JwtSigningKey; access: FabricAccess; now?: () => Date }) {
   const now = deps.now ?? (() => new Date());
 
   async function check(routerId: string, apiSessionToken: string, sessionToken: string, type: 'Dial' | 'Bind'): Promise<GrantedAccess> {
-    const apiSession = prepare(deps.db, 'SELECT id, identity_id FROM api_sessions WHERE token_hash = ?').get(hashToken(apiSessionToken)) as
-      | { id: string; identity_id: string }
-      | undefined;
+    const apiSession = await deps.store.get<{ id: string; identity_id: string }>('SELECT id, identity_id FROM api_sessions WHERE token_hash = ?', [
+      hashToken(apiSessionToken),
+    ]);
     if (!apiSession) throw new AccessRefused(EdgeErrorCode.InvalidApiSession, 'invalid api session');
     let claims: Record<string, unknown>;
     try {
@@ -64,22 +66,24 @@ export function createServiceAccessCheck(deps: { db: Db; signer: JwtSigningKey; 
     if (claims.z_t !== 's' || claims.z_asid !== apiSession.id || typeof claims.jti !== 'string') {
       throw new AccessRefused(EdgeErrorCode.InvalidSession, 'invalid session');
     }
-    const session = prepare(deps.db, 'SELECT id, service_id, session_type, api_session_id FROM sessions WHERE id = ?').get(claims.jti) as
-      | { id: string; service_id: string; session_type: string; api_session_id: string }
-      | undefined;
+    const session = await deps.store.get<{ id: string; service_id: string; session_type: string; api_session_id: string }>(
+      'SELECT id, service_id, session_type, api_session_id FROM sessions WHERE id = ?',
+      [claims.jti],
+    );
     if (!session || session.api_session_id !== apiSession.id) throw new AccessRefused(EdgeErrorCode.InvalidSession, 'invalid session');
     if (session.session_type !== type) {
       throw new AccessRefused(EdgeErrorCode.WrongSessionType, `incorrect session type: expected ${type}, got ${session.session_type}`);
     }
-    const service = prepare(deps.db, 'SELECT id, encryption_required, terminator_strategy FROM services WHERE id = ?').get(session.service_id) as
-      | { id: string; encryption_required: number; terminator_strategy: string }
-      | undefined;
+    const service = await deps.store.get<{ id: string; encryption_required: number; terminator_strategy: string }>(
+      'SELECT id, encryption_required, terminator_strategy FROM services WHERE id = ?',
+      [session.service_id],
+    );
     if (!service) throw new AccessRefused(EdgeErrorCode.InvalidService, `service ${session.service_id} not found`);
-    deps.access.catchUp();
-    if (!deps.access.mayUse(apiSession.identity_id, apiSession.id, service.id, type)) {
+    await deps.access.catchUp();
+    if (!(await deps.access.mayUse(apiSession.identity_id, apiSession.id, service.id, type))) {
       throw new AccessRefused(EdgeErrorCode.InvalidSession, `identity may not ${type.toLowerCase()} service ${service.id}`);
     }
-    if (!deps.access.routerAllowed(apiSession.identity_id, service.id, routerId)) {
+    if (!(await deps.access.routerAllowed(apiSession.identity_id, service.id, routerId))) {
       throw new AccessRefused(EdgeErrorCode.InvalidEdgeRouterForSession, `edge router ${routerId} is not allowed for this identity and service`);
     }
     return {

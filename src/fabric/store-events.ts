@@ -5,8 +5,7 @@
  * store triggers, migration 0026).
  */
 import type { TokenSeal } from '../auth/token-seal.ts';
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
+import type { Sql, Store } from '../store/store.ts';
 import type { RouterApiSession } from './edge-sync.ts';
 
 interface SessionRow {
@@ -16,25 +15,28 @@ interface SessionRow {
 }
 
 /** API sessions routers may verify SDKs against: every one with a sealed token, or the named ones. */
-export function readRouterApiSessions(db: Db, seal: TokenSeal, ids?: readonly string[]): RouterApiSession[] {
-  const rows =
-    ids === undefined
-      ? (prepare(db, 'SELECT id, identity_id, sealed_token FROM api_sessions WHERE sealed_token IS NOT NULL').all() as SessionRow[])
-      : ids.flatMap((id) => (prepare(db, 'SELECT id, identity_id, sealed_token FROM api_sessions WHERE id = ? AND sealed_token IS NOT NULL').all(id) as SessionRow[]));
+export async function readRouterApiSessions(q: Sql, seal: TokenSeal, ids?: readonly string[]): Promise<RouterApiSession[]> {
+  let rows: SessionRow[];
+  if (ids === undefined) {
+    rows = await q.all<SessionRow>('SELECT id, identity_id, sealed_token FROM api_sessions WHERE sealed_token IS NOT NULL');
+  } else {
+    rows = [];
+    for (const id of ids) rows.push(...(await q.all<SessionRow>('SELECT id, identity_id, sealed_token FROM api_sessions WHERE id = ? AND sealed_token IS NOT NULL', [id])));
+  }
   if (rows.length === 0) return [];
   const identityPrints = new Map<string, string[]>();
-  const identityStmt = prepare(db, "SELECT fingerprint FROM authenticators WHERE identity_id = ? AND method = 'cert' AND fingerprint IS NOT NULL");
-  const sessionStmt = prepare(db, 'SELECT fingerprint FROM api_session_certificates WHERE api_session_id = ?');
+  const identitySql = "SELECT fingerprint FROM authenticators WHERE identity_id = ? AND method = 'cert' AND fingerprint IS NOT NULL";
+  const sessionSql = 'SELECT fingerprint FROM api_session_certificates WHERE api_session_id = ?';
   const out: RouterApiSession[] = [];
   for (const row of rows) {
     const token = seal.open(row.sealed_token!, row.id);
     if (token === undefined) continue;
     let prints = identityPrints.get(row.identity_id);
     if (!prints) {
-      prints = identityStmt.pluck().all(row.identity_id) as string[];
+      prints = await q.column<string>(identitySql, [row.identity_id]);
       identityPrints.set(row.identity_id, prints);
     }
-    const own = sessionStmt.pluck().all(row.id) as string[];
+    const own = await q.column<string>(sessionSql, [row.id]);
     out.push({ id: row.id, token, identityId: row.identity_id, certFingerprints: [...prints, ...own].map((p) => p.toLowerCase()) });
   }
   return out;
@@ -55,8 +57,8 @@ export interface SessionEvents {
 }
 
 /** The change feed's newest seq: what a read of the API sessions in the same transaction includes. */
-export function feedHead(db: Db): number {
-  return (prepare(db, 'SELECT COALESCE(MAX(seq), 0) FROM change_feed').pluck().get() as number) ?? 0;
+export async function feedHead(q: Sql): Promise<number> {
+  return (await q.value<number>('SELECT COALESCE(MAX(seq), 0) FROM change_feed')) ?? 0;
 }
 
 /**
@@ -64,23 +66,28 @@ export function feedHead(db: Db): number {
  * session state notes the feed's head read with it (`feedHead`), and sends that router only events above it: the
  * reader itself may lag behind (it is polled), and the full state already holds what came before.
  */
-export function createSessionEventReader(db: Db) {
-  let position = feedHead(db);
+export function createSessionEventReader(store: Store) {
+  // The head at creation, read now; the first poll or skip waits for it.
+  const start = feedHead(store);
+  // Whoever polls first sees a failure; until then it is not an unhandled rejection.
+  start.catch(() => undefined);
+  let position: number | undefined;
 
-  /** Everything since the last call. */
-  function poll(): SessionEvents {
+  /** Everything since the last call (one call at a time: the caller serializes them with `skip`). */
+  async function poll(): Promise<SessionEvents> {
     const out: SessionEvents = { events: [], missed: false };
-    const trimmed = prepare(db, 'SELECT trimmed_through FROM change_feed_trim WHERE id = 1').pluck().get() as number | undefined;
+    position ??= await start;
+    const trimmed = await store.value<number>('SELECT trimmed_through FROM change_feed_trim WHERE id = 1');
     if (trimmed !== undefined && trimmed > position) {
       out.missed = true;
-      position = feedHead(db);
+      position = await feedHead(store);
       return out;
     }
     // Up to the head read first, so rows of other kinds are passed over once, not at every poll.
-    const top = feedHead(db);
+    const top = await feedHead(store);
     if (top <= position) return out;
     const sql = "SELECT seq, kind, entity_id, op FROM change_feed WHERE seq > ? AND seq <= ? AND kind IN ('apiSession', 'session') ORDER BY seq";
-    const rows = prepare(db, sql).all(position, top) as Array<{ seq: number; kind: string; entity_id: string; op: string }>;
+    const rows = await store.all<{ seq: number; kind: string; entity_id: string; op: string }>(sql, [position, top]);
     position = top;
     for (const row of rows) {
       const kind = row.kind === 'session' ? 'sessionRemoved' : row.op === 'remove' ? 'apiSessionRemoved' : 'apiSessionAdded';
@@ -90,8 +97,8 @@ export function createSessionEventReader(db: Db) {
   }
 
   /** Passes over everything up to the head unread (no router would get it). */
-  function skip(): void {
-    position = feedHead(db);
+  async function skip(): Promise<void> {
+    position = await feedHead(store);
   }
 
   return { poll, skip };

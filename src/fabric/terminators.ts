@@ -18,9 +18,7 @@
  * - Cleanups (the router's connection ends, the process that held it died, controller start, a dial the
  *   router answers with "unknown terminator") remove router-created terminators only: `ROUTER_CREATED`.
  */
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
-import { withTransaction } from '../store/transaction.ts';
+import type { Sql, Store } from '../store/store.ts';
 import { ApiError, fieldError } from '../errors.ts';
 import { ChannelHeader, message, uint32Value, type ChannelMessage } from './channel/message.ts';
 import { EdgeContentType, EdgeErrorCode, RetryHint } from './proto/edge-ctrl.ts';
@@ -152,17 +150,17 @@ interface OwnedRow {
   precedence: string;
 }
 
-export function createTerminatorWrites(options: { db: Db; controllerId: string; now?: () => Date }) {
-  const { db } = options;
+export function createTerminatorWrites(options: { store: Store; controllerId: string; now?: () => Date }) {
+  const { store } = options;
   const now = options.now ?? (() => new Date());
 
-  function read(id: string): OwnedRow | undefined {
-    return prepare(db, 'SELECT router_id, service_id, host_id, binding, is_system, cost, precedence FROM terminators WHERE id = ?').get(id) as OwnedRow | undefined;
+  function read(q: Sql, id: string): Promise<OwnedRow | undefined> {
+    return q.get<OwnedRow>('SELECT router_id, service_id, host_id, binding, is_system, cost, precedence FROM terminators WHERE id = ?', [id]);
   }
 
   /** The terminator `id`, if `routerId` created it under `binding`; refused otherwise. */
-  function owned(routerId: string, binding: RouterBinding, id: string): OwnedRow {
-    const row = read(id);
+  async function owned(q: Sql, routerId: string, binding: RouterBinding, id: string): Promise<OwnedRow> {
+    const row = await read(q, id);
     if (!row) throw new TerminatorRefused('not-found', `invalid terminator: ${id} not found`);
     if (row.is_system !== 1 || row.router_id !== routerId) {
       const whose = row.is_system === 1 ? `router ${row.router_id}` : 'the management API';
@@ -177,63 +175,63 @@ export function createTerminatorWrites(options: { db: Db; controllerId: string; 
    * is accepted and takes the cost and precedence of the request, as upstream's; an id held by anything else
    * (another router, binding, service or host, or a REST-created terminator) is refused.
    */
-  function createForRouter(request: RouterTerminatorRequest): 'created' | 'existing' {
+  async function createForRouter(request: RouterTerminatorRequest): Promise<'created' | 'existing'> {
     const cost = checkCost(request.cost);
     const precedence = precedenceFromWire(request.precedence);
     const at = now().toISOString();
-    return withTransaction(db, (tx) => {
-      const existing = read(request.id);
+    return store.write(async (tx) => {
+      const existing = await read(tx, request.id);
       if (existing) {
         const same = existing.is_system === 1 && existing.router_id === request.routerId && existing.binding === request.binding
           && existing.service_id === request.serviceId && existing.host_id === request.hostId;
         if (!same) throw new TerminatorRefused('id-conflict', `terminator ${request.id} exists for another router, binding, service or host`);
         if (existing.cost !== cost || existing.precedence !== precedence) {
-          prepare(tx.db, 'UPDATE terminators SET cost = ?, precedence = ?, updated_at = ? WHERE id = ?').run(cost, precedence, at, request.id);
+          await tx.run('UPDATE terminators SET cost = ?, precedence = ?, updated_at = ? WHERE id = ?', [cost, precedence, at, request.id]);
         }
         return 'existing';
       }
-      prepare(
-        tx.db,
+      await tx.run(
         `INSERT INTO terminators (id, service_id, router_id, binding, address, instance_id, instance_secret, cost, precedence, host_id,
            peer_data, source_ctrl, created_at, updated_at, is_system)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
-      ).run(
-        request.id,
-        request.serviceId,
-        request.routerId,
-        request.binding,
-        request.id,
-        request.instanceId,
-        request.instanceSecret.length > 0 ? Buffer.from(request.instanceSecret).toString('base64') : null,
-        cost,
-        precedence,
-        request.hostId,
-        peerDataJson(request.peerData),
-        options.controllerId,
-        at,
-        at,
+        [
+          request.id,
+          request.serviceId,
+          request.routerId,
+          request.binding,
+          request.id,
+          request.instanceId,
+          request.instanceSecret.length > 0 ? Buffer.from(request.instanceSecret).toString('base64') : null,
+          cost,
+          precedence,
+          request.hostId,
+          peerDataJson(request.peerData),
+          options.controllerId,
+          at,
+          at,
+        ],
       );
       return 'created';
     });
   }
 
   /** A router changes the cost or precedence of a terminator it created (under `binding`). */
-  function updateForRouter(routerId: string, binding: RouterBinding, id: string, update: RouterTerminatorUpdate): void {
+  async function updateForRouter(routerId: string, binding: RouterBinding, id: string, update: RouterTerminatorUpdate): Promise<void> {
     const cost = update.cost === undefined ? undefined : checkCost(update.cost);
     const precedence = update.precedence === undefined ? undefined : precedenceFromWire(update.precedence);
-    withTransaction(db, (tx) => {
-      const row = owned(routerId, binding, id);
+    await store.write(async (tx) => {
+      const row = await owned(tx, routerId, binding, id);
       const next = { cost: cost ?? row.cost, precedence: precedence ?? row.precedence };
       if (next.cost === row.cost && next.precedence === row.precedence) return;
-      prepare(tx.db, 'UPDATE terminators SET cost = ?, precedence = ?, updated_at = ? WHERE id = ?').run(next.cost, next.precedence, now().toISOString(), id);
+      await tx.run('UPDATE terminators SET cost = ?, precedence = ?, updated_at = ? WHERE id = ?', [next.cost, next.precedence, now().toISOString(), id]);
     });
   }
 
   /** A router removes one terminator it created (under `binding`). */
-  function removeForRouter(routerId: string, binding: RouterBinding, id: string): void {
-    withTransaction(db, (tx) => {
-      owned(routerId, binding, id);
-      prepare(tx.db, 'DELETE FROM terminators WHERE id = ?').run(id);
+  async function removeForRouter(routerId: string, binding: RouterBinding, id: string): Promise<void> {
+    await store.write(async (tx) => {
+      await owned(tx, routerId, binding, id);
+      await tx.run('DELETE FROM terminators WHERE id = ?', [id]);
     });
   }
 
@@ -242,18 +240,18 @@ export function createTerminatorWrites(options: { db: Db; controllerId: string; 
    * refused and kept, and absent ids are nothing to do (as upstream's, which answers the batch with success
    * either way: the router re-queues a failed batch for ever).
    */
-  function removeBatchForRouter(routerId: string, ids: readonly string[]): { removed: string[]; refused: string[] } {
+  async function removeBatchForRouter(routerId: string, ids: readonly string[]): Promise<{ removed: string[]; refused: string[] }> {
     const removed: string[] = [];
     const refused: string[] = [];
-    withTransaction(db, (tx) => {
+    await store.write(async (tx) => {
       for (const id of ids) {
-        const row = read(id);
+        const row = await read(tx, id);
         if (!row) continue;
         if (row.is_system !== 1 || row.router_id !== routerId) {
           refused.push(id);
           continue;
         }
-        prepare(tx.db, 'DELETE FROM terminators WHERE id = ?').run(id);
+        await tx.run('DELETE FROM terminators WHERE id = ?', [id]);
         removed.push(id);
       }
     });
@@ -261,13 +259,13 @@ export function createTerminatorWrites(options: { db: Db; controllerId: string; 
   }
 
   /** A router's connection ended: the terminators it created go (it re-creates them when it reconnects). */
-  function routerGone(routerId: string): number {
-    return prepare(db, `DELETE FROM terminators WHERE router_id = ? AND ${ROUTER_CREATED}`).run(routerId).changes;
+  async function routerGone(routerId: string): Promise<number> {
+    return (await store.write((tx) => tx.run(`DELETE FROM terminators WHERE router_id = ? AND ${ROUTER_CREATED}`, [routerId]))).changes;
   }
 
   /** A dial failed because the terminator's router no longer knows it: forgotten, if that router created it. */
-  function unknownAtRouter(routerId: string, id: string): boolean {
-    return prepare(db, `DELETE FROM terminators WHERE id = ? AND router_id = ? AND ${ROUTER_CREATED}`).run(id, routerId).changes > 0;
+  async function unknownAtRouter(routerId: string, id: string): Promise<boolean> {
+    return (await store.write((tx) => tx.run(`DELETE FROM terminators WHERE id = ? AND router_id = ? AND ${ROUTER_CREATED}`, [id, routerId]))).changes > 0;
   }
 
   return { createForRouter, updateForRouter, removeForRouter, removeBatchForRouter, routerGone, unknownAtRouter };

@@ -13,8 +13,7 @@
  * updates of the router's own `tunnel` terminators only) follows terminators.ts, as every terminator write does.
  * Like SDK terminators they live as long as the router's connection (the tunneler re-establishes them).
  */
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
+import type { Store } from '../store/store.ts';
 import { ChannelHeader, message, type ChannelMessage } from './channel/message.ts';
 import { decode, encode } from './proto/index.ts';
 import { CreateTerminatorResult, EdgeContentType, EdgeErrorCode, RetryHint } from './proto/edge-ctrl.ts';
@@ -28,15 +27,15 @@ export interface TunnelTerminatorLog {
 }
 
 export interface TunnelAccess {
-  catchUp(): void;
+  catchUp(): void | Promise<unknown>;
   /** Whether service policies let the identity dial or bind the service (no posture checks). */
-  policyPermissions(identityId: string, serviceId: string): { dial: boolean; bind: boolean };
+  policyPermissions(identityId: string, serviceId: string): { dial: boolean; bind: boolean } | Promise<{ dial: boolean; bind: boolean }>;
   /** Whether edge router policies and service edge router policies put this router between them. */
-  routerAllowed(identityId: string, serviceId: string, routerId: string): boolean;
+  routerAllowed(identityId: string, serviceId: string, routerId: string): boolean | Promise<boolean>;
 }
 
 export interface TunnelTerminatorOptions {
-  db: Db;
+  store: Store;
   access: TunnelAccess;
   /** Every terminator write (src/fabric/terminators.ts). */
   terminators: TerminatorWrites;
@@ -59,21 +58,21 @@ function replyTo(request: ChannelMessage, reply: ChannelMessage): ChannelMessage
 }
 
 export function createTunnelTerminators(options: TunnelTerminatorOptions) {
-  const { db, access, log, terminators } = options;
+  const { store, access, log, terminators } = options;
 
   /** The checks of a create, for the router's identity (its id) and the service. */
-  function verify(routerId: string, serviceId: string): void {
-    access.catchUp();
-    const identity = prepare(db, 'SELECT type_id FROM identities WHERE id = ?').get(routerId) as { type_id: string } | undefined;
+  async function verify(routerId: string, serviceId: string): Promise<void> {
+    await access.catchUp();
+    const identity = await store.get<{ type_id: string }>('SELECT type_id FROM identities WHERE id = ?', [routerId]);
     if (!identity || identity.type_id !== 'Router') throw new Refusal(EdgeErrorCode.TunnelingNotEnabled, RetryHint.NotRetriable, 'tunneling not enabled');
-    if (!prepare(db, 'SELECT 1 FROM services WHERE id = ?').get(serviceId)) throw new Refusal(EdgeErrorCode.InvalidService, RetryHint.NotRetriable, 'invalid service');
-    if (!access.policyPermissions(routerId, serviceId).bind) throw new Refusal(EdgeErrorCode.InvalidService, RetryHint.NotRetriable, 'invalid service');
-    if (!access.routerAllowed(routerId, serviceId, routerId)) {
+    if (!(await store.get('SELECT 1 FROM services WHERE id = ?', [serviceId]))) throw new Refusal(EdgeErrorCode.InvalidService, RetryHint.NotRetriable, 'invalid service');
+    if (!(await access.policyPermissions(routerId, serviceId)).bind) throw new Refusal(EdgeErrorCode.InvalidService, RetryHint.NotRetriable, 'invalid service');
+    if (!(await access.routerAllowed(routerId, serviceId, routerId))) {
       throw new Refusal(EdgeErrorCode.InvalidEdgeRouterForSession, RetryHint.StartOver, 'invalid edge router for session');
     }
   }
 
-  function create(routerId: string, channel: ControlChannel, msg: ChannelMessage): void {
+  async function create(routerId: string, channel: ControlChannel, msg: ChannelMessage): Promise<void> {
     const request = decode('edge.CreateTunnelTerminatorRequestV2', msg.body);
     const terminatorId = request.address;
     const answer = (result: number, text = '', errorCode = 0, retryHint = 0): void => {
@@ -89,8 +88,8 @@ export function createTunnelTerminators(options: TunnelTerminatorOptions) {
     };
     try {
       if (!terminatorId) throw new Refusal(EdgeErrorCode.InvalidTerminator, RetryHint.NotRetriable, 'terminator id is required');
-      verify(routerId, request.serviceId);
-      terminators.createForRouter({
+      await verify(routerId, request.serviceId);
+      await terminators.createForRouter({
         id: terminatorId,
         routerId,
         binding: 'tunnel',
@@ -117,14 +116,14 @@ export function createTunnelTerminators(options: TunnelTerminatorOptions) {
   }
 
   /** The tunneler changes the cost or precedence of one of its own terminators; anything else is refused. */
-  function update(routerId: string, channel: ControlChannel, msg: ChannelMessage): void {
+  async function update(routerId: string, channel: ControlChannel, msg: ChannelMessage): Promise<void> {
     const request = decode('edge.UpdateTunnelTerminatorRequest', msg.body);
     const changes = {
       ...(request.updateCost ? { cost: request.cost } : {}),
       ...(request.updatePrecedence ? { precedence: request.precedence } : {}),
     };
     try {
-      terminators.updateForRouter(routerId, 'tunnel', request.terminatorId, changes);
+      await terminators.updateForRouter(routerId, 'tunnel', request.terminatorId, changes);
     } catch (err) {
       if (!(err instanceof TerminatorRefused)) throw err;
       log.warn({ routerId, terminatorId: request.terminatorId, reason: err.message }, 'tunnel terminator change refused');

@@ -14,12 +14,12 @@ import { created, createEnvelope, detailEnvelope, empty, emptyEnvelope, list, li
 import { IdParams, ListQuery, RoleListQuery, listRequest } from './list-params.ts';
 
 export interface CrudService {
-  list(req: ReturnType<typeof listRequest>): ListResult;
-  get(id: string): Values;
-  create?(body: Record<string, unknown>, extra?: Values): string | Promise<string>;
-  update?(id: string, body: Record<string, unknown>, mode: 'put' | 'patch', extra?: Values): void | Promise<void>;
-  remove?(id: string): void;
-  present(values: Values): Record<string, unknown>;
+  list(req: ReturnType<typeof listRequest>): Promise<ListResult>;
+  get(id: string): Promise<Values>;
+  create?(body: Record<string, unknown>, extra?: Values): Promise<string>;
+  update?(id: string, body: Record<string, unknown>, mode: 'put' | 'patch', extra?: Values): Promise<void>;
+  remove?(id: string): Promise<void>;
+  present(values: Values): Record<string, unknown> | Promise<Record<string, unknown>>;
 }
 
 export type Operation = 'list' | 'create' | 'detail' | 'update' | 'patch' | 'delete';
@@ -40,7 +40,7 @@ export interface CrudOptions {
   /** Rewrites create, put and patch bodies before validation (see RouteSpec.normalizeBody). */
   normalizeBody?: (body: unknown) => unknown;
   /** What the caller is shown of each presented record, in lists and details (e.g. secrets withheld). */
-  shownTo?: (req: FastifyRequest, item: Record<string, unknown>) => Record<string, unknown>;
+  shownTo?: (req: FastifyRequest, item: Record<string, unknown>) => Record<string, unknown> | Promise<Record<string, unknown>>;
   /**
    * Stored values a write derives from its caller (e.g. the rights of who last changed a record), merged into
    * the record by create, put and patch; undefined adds nothing.
@@ -59,7 +59,10 @@ export function crudRoutes(resource: Resource, service: CrudService, opts: CrudO
   const routes: RouteSpec[] = [];
   const body = (req: FastifyRequest) => (req.body ?? {}) as Record<string, unknown>;
   const id = (req: FastifyRequest) => (req.params as { id: string }).id;
-  const shown = (req: FastifyRequest, values: Values) => (opts.shownTo ? opts.shownTo(req, service.present(values)) : service.present(values));
+  const shown = async (req: FastifyRequest, values: Values): Promise<Record<string, unknown>> => {
+    const presented = await service.present(values);
+    return opts.shownTo ? opts.shownTo(req, presented) : presented;
+  };
 
   if (ops.has('list')) {
     routes.push({
@@ -67,9 +70,11 @@ export function crudRoutes(resource: Resource, service: CrudService, opts: CrudO
       access: rule('read'),
       querystring: opts.roleFilter ? RoleListQuery : ListQuery,
       response: { 200: listEnvelope(detail) },
-      handler: (req) => {
-        const r = service.list(listRequest(req));
-        return list(r.items.map((item) => shown(req, item)), r.page, r.filterableFields);
+      handler: async (req) => {
+        const r = await service.list(listRequest(req));
+        const items: Array<Record<string, unknown>> = [];
+        for (const item of r.items) items.push(await shown(req, item));
+        return list(items, r.page, r.filterableFields);
       },
     });
   }
@@ -91,7 +96,7 @@ export function crudRoutes(resource: Resource, service: CrudService, opts: CrudO
       method: 'GET', url: `${base}/:id`, operationId: `detail${singular}`, tag: opts.tag, summary: `Retrieve a ${resource.singular}`,
       access: rule('read'), params: IdParams,
       response: { 200: detailEnvelope(detail) },
-      handler: (req) => ok(shown(req, service.get(id(req)))),
+      handler: async (req) => ok(await shown(req, await service.get(id(req)))),
     });
   }
   for (const mode of ['update', 'patch'] as const) {
@@ -115,8 +120,8 @@ export function crudRoutes(resource: Resource, service: CrudService, opts: CrudO
       method: 'DELETE', url: `${base}/:id`, operationId: `delete${singular}`, tag: opts.tag, summary: `Delete a ${resource.singular}`,
       access: rule('delete'), params: IdParams,
       response: { 200: emptyEnvelope },
-      handler: (req) => {
-        service.remove!(id(req));
+      handler: async (req) => {
+        await service.remove!(id(req));
         return empty();
       },
     });

@@ -29,7 +29,7 @@ export interface RouteSpec {
    * holds (`covers` in auth/rights.ts), or is refused with 401 naming `action`. Targets that do not exist are
    * left to the handler (404).
    */
-  actsOn?: { action: string; targets: (req: FastifyRequest) => Iterable<PermissionHolder> };
+  actsOn?: { action: string; targets: (req: FastifyRequest) => Iterable<PermissionHolder> | Promise<Iterable<PermissionHolder>> };
   body?: TSchema;
   /** Rewrites the parsed body before validation, for client quirks the operation accepts (rarely needed). */
   normalizeBody?: (body: unknown) => unknown;
@@ -149,9 +149,13 @@ export function mountApi(app: FastifyInstance, api: ApiDefinition, resolveSessio
               const caller = req.caller;
               if (!caller || !permits(route.access, caller.identity, caller.isPartial)) throw new ApiError('UNAUTHORIZED');
               if (!route.actsOn || isAdmin(caller.identity)) return;
-              for (const target of route.actsOn.targets(req)) {
-                if (!covers(caller.identity, target)) throw refusedOver(route.actsOn.action, target);
-              }
+              const action = route.actsOn.action;
+              const check = (targets: Iterable<PermissionHolder>) => {
+                for (const target of targets) if (!covers(caller.identity, target)) throw refusedOver(action, target);
+              };
+              const targets = route.actsOn.targets(req);
+              if (targets instanceof Promise) return targets.then(check);
+              check(targets);
             }, done),
       handler: async (req, reply) => route.handler(req, reply),
     });

@@ -30,7 +30,7 @@ export interface ServerOptions {
   instanceId: string;
   serverHeader: string;
   /** Runs first for every request (the controller brings in-memory state up to date, adds worker headers). */
-  onRequest?: (req: FastifyRequest, reply: FastifyReply) => void;
+  onRequest?: (req: FastifyRequest, reply: FastifyReply) => void | Promise<unknown>;
   /**
    * Takes the TLS connections that negotiated ALPN `ziti-ctrl` (routers' control channels share the API
    * port, as upstream's do); every other connection is HTTP.
@@ -252,13 +252,17 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
       }
     }
     try {
-      opts.onRequest?.(req, reply);
+      const pending = opts.onRequest?.(req, reply);
+      reply.header('server', opts.serverHeader).header('ziti-instance-id', opts.instanceId);
+      if (req.headers.origin) reply.header('access-control-allow-origin', '*').header('access-control-allow-credentials', 'true');
+      if (pending) {
+        pending.then(() => done(), (err: unknown) => done(err as Error));
+        return;
+      }
     } catch (err) {
       done(err as Error);
       return;
     }
-    reply.header('server', opts.serverHeader).header('ziti-instance-id', opts.instanceId);
-    if (req.headers.origin) reply.header('access-control-allow-origin', '*').header('access-control-allow-credentials', 'true');
     done();
   });
 

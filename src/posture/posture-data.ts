@@ -3,8 +3,7 @@
  * responses and the process responses, shared by all of the identity's API sessions; per API session the
  * MFA pass time (`api_sessions.mfa_passed_at`) and the endpoint state (woken / unlocked times).
  */
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
+import type { Sql } from '../store/store.ts';
 
 interface ResponseBase {
   postureCheckId: string;
@@ -70,11 +69,12 @@ function parseObject(text: unknown): Record<string, unknown> {
   }
 }
 
-export function loadPostureData(db: Db, identityId: string): PostureData {
+export async function loadPostureData(q: Sql, identityId: string): Promise<PostureData> {
   const data: PostureData = { identityId, processes: [], apiSessions: new Map(), sdkInfo: {} };
-  const responses = prepare(db, 'SELECT type_id, posture_check_id, data, last_updated_at FROM posture_responses WHERE identity_id = ?').all(
-    identityId,
-  ) as Array<{ type_id: string; posture_check_id: string; data: string; last_updated_at: string }>;
+  const responses = await q.all<{ type_id: string; posture_check_id: string; data: string; last_updated_at: string }>(
+    'SELECT type_id, posture_check_id, data, last_updated_at FROM posture_responses WHERE identity_id = ?',
+    [identityId],
+  );
   for (const row of responses) {
     const base = { postureCheckId: row.posture_check_id, lastUpdatedAt: row.last_updated_at };
     const d = parseObject(row.data);
@@ -82,10 +82,10 @@ export function loadPostureData(db: Db, identityId: string): PostureData {
     if (row.type_id === 'MAC') data.mac = { ...base, addresses: Array.isArray(d.addresses) ? (d.addresses as string[]) : [] };
     if (row.type_id === 'DOMAIN') data.domain = { ...base, domain: String(d.domain ?? '') };
   }
-  const processes = prepare(
-    db,
+  const processes = await q.all(
     'SELECT posture_check_id, path, is_running, binary_hash, signer_fingerprints, last_updated_at, seq FROM posture_processes WHERE identity_id = ? ORDER BY seq',
-  ).all(identityId) as Array<Record<string, unknown>>;
+    [identityId],
+  );
   for (const row of processes) {
     data.processes.push({
       postureCheckId: row.posture_check_id as string,
@@ -97,11 +97,11 @@ export function loadPostureData(db: Db, identityId: string): PostureData {
       seq: row.seq as number,
     });
   }
-  const sessions = prepare(
-    db,
+  const sessions = await q.all<{ id: string; mfa_passed_at: string | null; woken_at: string | null; unlocked_at: string | null }>(
     `SELECT a.id, a.mfa_passed_at, e.woken_at, e.unlocked_at FROM api_sessions a
      LEFT JOIN posture_endpoint_states e ON e.api_session_id = a.id WHERE a.identity_id = ? ORDER BY a.created_at, a.id`,
-  ).all(identityId) as Array<{ id: string; mfa_passed_at: string | null; woken_at: string | null; unlocked_at: string | null }>;
+    [identityId],
+  );
   for (const row of sessions) {
     data.apiSessions.set(row.id, {
       apiSessionId: row.id,
@@ -110,7 +110,7 @@ export function loadPostureData(db: Db, identityId: string): PostureData {
       ...(row.unlocked_at ? { unlockedAt: row.unlocked_at } : {}),
     });
   }
-  const identity = prepare(db, 'SELECT sdk_info FROM identities WHERE id = ?').get(identityId) as { sdk_info: string } | undefined;
+  const identity = await q.get<{ sdk_info: string }>('SELECT sdk_info FROM identities WHERE id = ?', [identityId]);
   data.sdkInfo = parseObject(identity?.sdk_info);
   return data;
 }

@@ -4,9 +4,7 @@
  * failed service request), by the services' `postureQueries` (§5.4), and by the enforcement that deletes
  * sessions whose service no longer has a passing policy (§5.2).
  */
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
-import { withTransaction, type Tx } from '../store/transaction.ts';
+import type { Sql, Store, Tx } from '../store/store.ts';
 import { idSetCondition } from '../query/dialect.ts';
 import { ApiError } from '../errors.ts';
 import type { AccessService } from '../access/access.service.ts';
@@ -39,7 +37,7 @@ export function placeholderQueries(permissions: readonly string[] | null): Array
 }
 
 export interface PostureEvaluatorDeps {
-  db: Db;
+  store: Store;
   access: AccessService;
   clock: Clock;
 }
@@ -60,15 +58,14 @@ function parseJson(text: string | null | undefined, fallback: Record<string, unk
 }
 
 export function createPostureEvaluator(deps: PostureEvaluatorDeps) {
-  const { db, access, clock } = deps;
+  const { store, access, clock } = deps;
 
-  /** A loader of posture checks by id, caching for the duration of one evaluation. */
-  function checkLoader(): (id: string) => PostureCheckDef | undefined {
+  /** A loader of posture checks by id (read from `q`), caching for the duration of one evaluation. */
+  function checkLoader(q: Sql = store): (id: string) => Promise<PostureCheckDef | undefined> {
     const cache = new Map<string, PostureCheckDef | undefined>();
-    const stmt = prepare(db, 'SELECT id, name, type_id, details, created_at, updated_at, tags FROM posture_checks WHERE id = ?');
-    return (id) => {
+    return async (id) => {
       if (cache.has(id)) return cache.get(id);
-      const row = stmt.get(id) as Record<string, string> | undefined;
+      const row = await q.get<Record<string, string>>('SELECT id, name, type_id, details, created_at, updated_at, tags FROM posture_checks WHERE id = ?', [id]);
       const def = row
         ? {
             id: row.id!,
@@ -90,83 +87,88 @@ export function createPostureEvaluator(deps: PostureEvaluatorDeps) {
     return access.index.entityCount('postureCheck') > 0;
   }
 
-  function policyChecks(policyId: string, load: (id: string) => PostureCheckDef | undefined): PostureCheckDef[] {
+  async function policyChecks(policyId: string, load: (id: string) => Promise<PostureCheckDef | undefined>): Promise<PostureCheckDef[]> {
     const out: PostureCheckDef[] = [];
     for (const id of [...access.index.membersOf(policyId, 'postureCheckRoles')].sort()) {
-      const def = load(id);
+      const def = await load(id);
       if (def) out.push(def);
     }
     return out;
   }
 
-  function evaluatePolicies(
+  async function evaluatePolicies(
     policyIds: string[],
     data: PostureData,
     apiSessionId: string,
-    load: (id: string) => PostureCheckDef | undefined,
+    load: (id: string) => Promise<PostureCheckDef | undefined>,
     now: number,
-  ): PolicyResult[] {
-    return policyIds.map((policyId) => {
-      const checks = policyChecks(policyId, load);
-      return { policyId, checks, failing: checks.filter((c) => !evaluateCheck(c, data, apiSessionId, now)) };
-    });
+  ): Promise<PolicyResult[]> {
+    const results: PolicyResult[] = [];
+    for (const policyId of policyIds) {
+      const checks = await policyChecks(policyId, load);
+      results.push({ policyId, checks, failing: checks.filter((c) => !evaluateCheck(c, data, apiSessionId, now)) });
+    }
+    return results;
   }
 
   /**
    * §5.3: passes when no check exists anywhere, when no policy of the type links identity and service, or
    * when one linking policy passes all of its checks. `passing` lists the passing policies.
    */
-  function evaluateServiceRequest(
+  async function evaluateServiceRequest(
     identityId: string,
     apiSessionId: string,
     serviceId: string,
     type: PolicyType,
-    ctx: { data?: PostureData; load?: (id: string) => PostureCheckDef | undefined } = {},
-  ): { passed: boolean; passing: string[]; results: PolicyResult[]; data?: PostureData } {
+    ctx: { data?: PostureData; load?: (id: string) => Promise<PostureCheckDef | undefined> } = {},
+  ): Promise<{ passed: boolean; passing: string[]; results: PolicyResult[]; data?: PostureData }> {
     if (!anyChecks()) return { passed: true, passing: [], results: [] };
     const linking = access.index.identityServices(identityId).linking(serviceId, type).sort();
     if (linking.length === 0) return { passed: true, passing: [], results: [] };
-    const data = ctx.data ?? loadPostureData(db, identityId);
-    const results = evaluatePolicies(linking, data, apiSessionId, ctx.load ?? checkLoader(), clock.now().getTime());
+    const data = ctx.data ?? (await loadPostureData(store, identityId));
+    const results = await evaluatePolicies(linking, data, apiSessionId, ctx.load ?? checkLoader(), clock.now().getTime());
     const passing = results.filter((r) => r.failing.length === 0).map((r) => r.policyId);
     return { passed: passing.length > 0, passing, results, data };
   }
 
   /** Stores a refused session request, keeping the newest 100 of the identity. */
-  function recordFailure(tx: Tx, identityId: string, entry: Record<string, unknown>): void {
-    prepare(tx.db, 'INSERT INTO posture_failed_service_requests (identity_id, data) VALUES (?, ?)').run(identityId, JSON.stringify(entry));
-    prepare(
-      tx.db,
+  async function recordFailure(tx: Tx, identityId: string, entry: Record<string, unknown>): Promise<void> {
+    await tx.run('INSERT INTO posture_failed_service_requests (identity_id, data) VALUES (?, ?)', [identityId, JSON.stringify(entry)]);
+    await tx.run(
       `DELETE FROM posture_failed_service_requests WHERE identity_id = ? AND seq NOT IN
          (SELECT seq FROM posture_failed_service_requests WHERE identity_id = ? ORDER BY seq DESC LIMIT ${MAX_FAILED_SERVICE_REQUESTS})`,
-    ).run(identityId, identityId);
+      [identityId, identityId],
+    );
   }
 
   /**
    * Session creation's posture rule: the passing policy ids (empty when posture does not apply), or 409
    * INVALID_POSTURE after recording the refusal as a failed service request.
    */
-  function assertSessionAllowed(identityId: string, apiSessionId: string, serviceId: string, type: PolicyType): string[] {
+  async function assertSessionAllowed(identityId: string, apiSessionId: string, serviceId: string, type: PolicyType): Promise<string[]> {
     const load = checkLoader();
-    const r = evaluateServiceRequest(identityId, apiSessionId, serviceId, type, { load });
+    const r = await evaluateServiceRequest(identityId, apiSessionId, serviceId, type, { load });
     if (r.passed) return r.passing;
     const now = clock.now();
     const data = r.data!;
-    const policyName = prepare(db, 'SELECT name FROM service_policies WHERE id = ?');
-    const serviceName = (prepare(db, 'SELECT name FROM services WHERE id = ?').get(serviceId) as { name: string } | undefined)?.name ?? '';
-    const entry = {
-      apiSessionId,
-      policyFailures: r.results.map((p) => ({
+    const serviceName = (await store.get<{ name: string }>('SELECT name FROM services WHERE id = ?', [serviceId]))?.name ?? '';
+    const policyFailures: Array<Record<string, unknown>> = [];
+    for (const p of r.results) {
+      policyFailures.push({
         checks: p.failing.map((c) => failureOf(c, data, apiSessionId, now.getTime())),
         policyId: p.policyId,
-        policyName: (policyName.get(p.policyId) as { name: string } | undefined)?.name ?? '',
-      })),
+        policyName: (await store.get<{ name: string }>('SELECT name FROM service_policies WHERE id = ?', [p.policyId]))?.name ?? '',
+      });
+    }
+    const entry = {
+      apiSessionId,
+      policyFailures,
       serviceId,
       serviceName,
       sessionType: type,
       when: now.toISOString(),
     };
-    withTransaction(db, (tx) => recordFailure(tx, identityId, entry));
+    await store.write((tx) => recordFailure(tx, identityId, entry));
     const causeData: Record<string, unknown> = {};
     for (const p of r.results) causeData[p.policyId] = p.failing.map((c) => ({ id: c.id, typeId: c.typeId, isPassing: false }));
     throw new ApiError('INVALID_POSTURE', {
@@ -175,8 +177,8 @@ export function createPostureEvaluator(deps: PostureEvaluatorDeps) {
   }
 
   /** The refused session requests of an identity, oldest first. */
-  function failedServiceRequests(identityId: string): unknown[] {
-    const rows = prepare(db, 'SELECT data FROM posture_failed_service_requests WHERE identity_id = ? ORDER BY seq').all(identityId) as Array<{ data: string }>;
+  async function failedServiceRequests(identityId: string): Promise<unknown[]> {
+    const rows = await store.all<{ data: string }>('SELECT data FROM posture_failed_service_requests WHERE identity_id = ? ORDER BY seq', [identityId]);
     return rows.map((r) => JSON.parse(r.data) as unknown);
   }
 
@@ -186,7 +188,7 @@ export function createPostureEvaluator(deps: PostureEvaluatorDeps) {
    */
   function queryContext(identityId: string, apiSessionId: string | undefined) {
     const checksExist = anyChecks();
-    let data: PostureData | undefined;
+    let data: Promise<PostureData> | undefined;
     const load = checkLoader();
     const now = clock.now();
     const nowMs = now.getTime();
@@ -225,18 +227,19 @@ export function createPostureEvaluator(deps: PostureEvaluatorDeps) {
       return q;
     }
 
-    const forService = (serviceId: string, permissions: readonly string[] | null): unknown[] => {
+    const forService = async (serviceId: string, permissions: readonly string[] | null): Promise<unknown[]> => {
       const entries: Array<Record<string, unknown>> = [];
       if (checksExist) {
         const policies = access.index.identityServices(identityId).linking(serviceId).sort();
-        if (policies.length > 0) data ??= loadPostureData(db, identityId);
+        if (policies.length > 0) data ??= loadPostureData(store, identityId);
         for (const policyId of policies) {
           const queries: unknown[] = [];
           let passing = true;
-          for (const check of policyChecks(policyId, load)) {
-            const ok = evaluateCheck(check, data!, apiSessionId, nowMs);
+          const d = await data!;
+          for (const check of await policyChecks(policyId, load)) {
+            const ok = evaluateCheck(check, d, apiSessionId, nowMs);
             passing &&= ok;
-            queries.push(query(check, ok, data!));
+            queries.push(query(check, ok, d));
           }
           entries.push({ isPassing: passing, policyId, policyType: access.index.policyType(policyId) ?? 'Dial', postureQueries: queries });
         }
@@ -253,34 +256,33 @@ export function createPostureEvaluator(deps: PostureEvaluatorDeps) {
    * for their API session and type, and bumps the service-update mark of their identities. Returns the
    * identities that lost sessions.
    */
-  function enforce(tx: Tx, identityIds?: Iterable<string>): Set<string> {
+  async function enforce(tx: Tx, identityIds?: Iterable<string>): Promise<Set<string>> {
     const affected = new Set<string>();
     if (!anyChecks()) return affected;
     let sql = 'SELECT id, identity_id, api_session_id, service_id, session_type FROM sessions';
     let params: unknown[] = [];
     if (identityIds) {
-      const cond = idSetCondition('identity_id', new Set(identityIds));
+      const cond = idSetCondition('identity_id', new Set(identityIds), tx.dialect);
       sql += ` WHERE ${cond.sql}`;
       params = cond.params;
     }
-    const sessions = prepare(tx.db, `${sql} ORDER BY identity_id`).all(...params) as Array<Record<string, string>>;
-    const load = checkLoader();
+    const sessions = await tx.all<Record<string, string>>(`${sql} ORDER BY identity_id`, params);
+    const load = checkLoader(tx);
     const dataOf = new Map<string, PostureData>();
-    const remove = prepare(tx.db, 'DELETE FROM sessions WHERE id = ?');
     for (const s of sessions) {
       const identityId = s.identity_id!;
       let data = dataOf.get(identityId);
       if (!data) {
-        data = loadPostureData(tx.db, identityId);
+        data = await loadPostureData(tx, identityId);
         dataOf.set(identityId, data);
       }
-      const r = evaluateServiceRequest(identityId, s.api_session_id!, s.service_id!, s.session_type as PolicyType, { data, load });
+      const r = await evaluateServiceRequest(identityId, s.api_session_id!, s.service_id!, s.session_type as PolicyType, { data, load });
       if (!r.passed) {
-        remove.run(s.id);
+        await tx.run('DELETE FROM sessions WHERE id = ?', [s.id]);
         affected.add(identityId);
       }
     }
-    if (affected.size > 0) access.touch(tx, affected);
+    if (affected.size > 0) await access.touch(tx, affected);
     return affected;
   }
 

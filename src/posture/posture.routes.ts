@@ -73,13 +73,13 @@ export function clientPostureRoutes(posture: PostureService): RouteSpec[] {
       method: 'POST', url: '/posture-response', operationId: 'createPostureResponse', tag: 'Posture Checks',
       summary: 'Submit a posture response', access: 'session', body: AnyObject,
       response: { 201: detailEnvelope(PostureResponseSchema) },
-      handler: (req, reply) => reply.code(201).send(ok(posture.submit(callerOf(req), [req.body], false))),
+      handler: async (req, reply) => reply.code(201).send(ok(await posture.submit(callerOf(req), [req.body], false))),
     },
     {
       method: 'POST', url: '/posture-response-bulk', operationId: 'createPostureResponseBulk', tag: 'Posture Checks',
       summary: 'Submit several posture responses', access: 'session', body: Type.Array(Type.Unsafe({})),
       response: { 201: detailEnvelope(PostureResponseSchema) },
-      handler: (req, reply) => reply.code(201).send(ok(posture.submit(callerOf(req), req.body as unknown[], true))),
+      handler: async (req, reply) => reply.code(201).send(ok(await posture.submit(callerOf(req), req.body as unknown[], true))),
     },
   ];
 }
@@ -90,18 +90,18 @@ export function managementPostureRoutes(posture: PostureService, identities: Ide
       method: 'GET', url: '/identities/:id/posture-data', operationId: 'getIdentityPostureData', tag: 'Identity',
       summary: 'The current posture data of an identity', access: 'identity.read',
       params: IdParams, response: { 200: detailEnvelope(PostureDataSchema) },
-      handler: (req) => {
-        identities.get(idOf(req));
-        return ok(posture.postureData(idOf(req)));
+      handler: async (req) => {
+        await identities.get(idOf(req));
+        return ok(await posture.postureData(idOf(req)));
       },
     },
     {
       method: 'GET', url: '/identities/:id/failed-service-requests', operationId: 'getIdentityFailedServiceRequests', tag: 'Identity',
       summary: 'Recent session requests of an identity refused for posture', access: 'identity.read',
       params: IdParams, response: { 200: detailEnvelope(Type.Array(FailedServiceRequestSchema)) },
-      handler: (req) => {
-        identities.get(idOf(req));
-        return ok(posture.failedServiceRequests(idOf(req)));
+      handler: async (req) => {
+        await identities.get(idOf(req));
+        return ok(await posture.failedServiceRequests(idOf(req)));
       },
     },
   ];

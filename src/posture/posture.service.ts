@@ -5,9 +5,7 @@
  * views of posture data and refused session requests (§5.5), and the periodic enforcement that makes MFA
  * timeouts and wake/unlock prompts take effect on existing sessions (every 5 s, as upstream).
  */
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
-import { withTransaction, type Tx } from '../store/transaction.ts';
+import type { Store, Tx } from '../store/store.ts';
 import { ApiError, fieldError, formatCauseValue, jsonKind, missingTypeId, unknownTypeId } from '../errors.ts';
 import type { AccessService } from '../access/access.service.ts';
 import type { Clock } from '../resources/entity-service.ts';
@@ -38,7 +36,7 @@ export interface PostureResponseService {
 }
 
 export interface PostureServiceDeps {
-  db: Db;
+  store: Store;
   access: AccessService;
   clock: Clock;
   evaluator?: PostureEvaluator;
@@ -124,47 +122,47 @@ export function parsePostureResponse(item: unknown, prefix = ''): Parsed {
 }
 
 export function createPostureService(deps: PostureServiceDeps) {
-  const { db, access, clock } = deps;
-  const evaluator = deps.evaluator ?? createPostureEvaluator({ db, access, clock });
+  const { store, access, clock } = deps;
+  const evaluator = deps.evaluator ?? createPostureEvaluator({ store, access, clock });
   let timer: NodeJS.Timeout | undefined;
 
-  function store(tx: Tx, caller: Caller, r: Parsed, now: string): void {
+  async function storeResponse(tx: Tx, caller: Caller, r: Parsed, now: string): Promise<void> {
     const identityId = caller.identity.id;
     const upsertResponse = (typeId: string, data: Record<string, unknown>) =>
-      prepare(
-        tx.db,
+      tx.run(
         `INSERT INTO posture_responses (identity_id, type_id, posture_check_id, data, last_updated_at) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT(identity_id, type_id) DO UPDATE SET posture_check_id = excluded.posture_check_id, data = excluded.data,
            last_updated_at = excluded.last_updated_at`,
-      ).run(identityId, typeId, r.id, JSON.stringify(data), now);
+        [identityId, typeId, r.id, JSON.stringify(data), now],
+      );
     switch (r.typeId) {
       case 'OS':
-        upsertResponse('OS', { type: r.type, version: r.version, build: r.build });
+        await upsertResponse('OS', { type: r.type, version: r.version, build: r.build });
         break;
       case 'MAC':
-        upsertResponse('MAC', { addresses: r.macAddresses.map(cleanHex) });
+        await upsertResponse('MAC', { addresses: r.macAddresses.map(cleanHex) });
         break;
       case 'DOMAIN':
-        upsertResponse('DOMAIN', { domain: r.domain });
+        await upsertResponse('DOMAIN', { domain: r.domain });
         break;
       case 'PROCESS': {
-        const seq = ((prepare(tx.db, 'SELECT MAX(seq) AS m FROM posture_processes WHERE identity_id = ?').get(identityId) as { m: number | null }).m ?? 0) + 1;
-        prepare(
-          tx.db,
+        const seq = ((await tx.value<number | null>('SELECT MAX(seq) AS m FROM posture_processes WHERE identity_id = ?', [identityId])) ?? 0) + 1;
+        await tx.run(
           `INSERT INTO posture_processes (identity_id, posture_check_id, path, is_running, binary_hash, signer_fingerprints, last_updated_at, seq)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT(identity_id, posture_check_id, path) DO UPDATE SET is_running = excluded.is_running, binary_hash = excluded.binary_hash,
              signer_fingerprints = excluded.signer_fingerprints, last_updated_at = excluded.last_updated_at, seq = excluded.seq`,
-        ).run(identityId, r.id, r.path, r.isRunning ? 1 : 0, cleanHex(r.hash), JSON.stringify(r.signerFingerprints.map(cleanHex)), now, seq);
+          [identityId, r.id, r.path, r.isRunning ? 1 : 0, cleanHex(r.hash), JSON.stringify(r.signerFingerprints.map(cleanHex)), now, seq],
+        );
         break;
       }
       case 'ENDPOINT_STATE':
-        prepare(
-          tx.db,
+        await tx.run(
           `INSERT INTO posture_endpoint_states (api_session_id, woken_at, unlocked_at) VALUES (?, ?, ?)
-           ON CONFLICT(api_session_id) DO UPDATE SET woken_at = COALESCE(excluded.woken_at, woken_at),
-             unlocked_at = COALESCE(excluded.unlocked_at, unlocked_at)`,
-        ).run(caller.apiSession.id, r.woken ? now : null, r.unlocked ? now : null);
+           ON CONFLICT(api_session_id) DO UPDATE SET woken_at = COALESCE(excluded.woken_at, posture_endpoint_states.woken_at),
+             unlocked_at = COALESCE(excluded.unlocked_at, posture_endpoint_states.unlocked_at)`,
+          [caller.apiSession.id, r.woken ? now : null, r.unlocked ? now : null],
+        );
         break;
     }
   }
@@ -173,11 +171,11 @@ export function createPostureService(deps: PostureServiceDeps) {
    * Services whose MFA prompt timers a wake/unlock event altered: every service of a policy with an MFA
    * check prompting on that event whose remaining time exceeds the grace period (not filtered by access).
    */
-  function affectedServices(apiSessionId: string, identityId: string, onWake: boolean, onUnlock: boolean): PostureResponseService[] {
-    const session = loadPostureData(db, identityId).apiSessions.get(apiSessionId);
+  async function affectedServices(apiSessionId: string, identityId: string, onWake: boolean, onUnlock: boolean): Promise<PostureResponseService[]> {
+    const session = (await loadPostureData(store, identityId)).apiSessions.get(apiSessionId);
     if (!session?.passedMfaAt) return [];
     const sinceMfa = Math.trunc((clock.now().getTime() - Date.parse(session.passedMfaAt)) / 1000);
-    const rows = prepare(db, "SELECT id, details FROM posture_checks WHERE type_id = 'MFA' ORDER BY id").all() as Array<{ id: string; details: string }>;
+    const rows = await store.all<{ id: string; details: string }>("SELECT id, details FROM posture_checks WHERE type_id = 'MFA' ORDER BY id");
     const timeouts = new Map<string, number>();
     for (const row of rows) {
       const d = JSON.parse(row.details || '{}') as Record<string, unknown>;
@@ -191,34 +189,33 @@ export function createPostureService(deps: PostureServiceDeps) {
         }
       }
     }
-    const name = prepare(db, 'SELECT name FROM services WHERE id = ?');
     const out: PostureResponseService[] = [];
     for (const [serviceId, timeout] of [...timeouts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      const row = name.get(serviceId) as { name: string } | undefined;
+      const row = await store.get<{ name: string }>('SELECT name FROM services WHERE id = ?', [serviceId]);
       if (row) out.push({ id: serviceId, name: row.name, postureQueryType: 'MFA', timeout, timeoutRemaining: MFA_PROMPT_GRACE_SECONDS });
     }
     return out;
   }
 
   /** `POST /posture-response(-bulk)`: validate all, store, bump the mark, drop failing sessions. */
-  function submit(caller: Caller, items: unknown[], bulk: boolean): { services: PostureResponseService[] } {
+  async function submit(caller: Caller, items: unknown[], bulk: boolean): Promise<{ services: PostureResponseService[] }> {
     const parsed = items.map((item, i) => parsePostureResponse(item, bulk ? `${i}.` : ''));
     const identityId = caller.identity.id;
-    withTransaction(db, (tx) => {
+    await store.write(async (tx) => {
       const now = clock.now().toISOString();
-      for (const r of parsed) store(tx, caller, r, now);
-      access.touch(tx, [identityId]);
-      evaluator.enforce(tx, [identityId]);
+      for (const r of parsed) await storeResponse(tx, caller, r, now);
+      await access.touch(tx, [identityId]);
+      await evaluator.enforce(tx, [identityId]);
     });
     const states = parsed.filter((r) => r.typeId === 'ENDPOINT_STATE');
     const onWake = states.some((r) => r.woken);
     const onUnlock = states.some((r) => r.unlocked);
-    return { services: onWake || onUnlock ? affectedServices(caller.apiSession.id, identityId, onWake, onUnlock) : [] };
+    return { services: onWake || onUnlock ? await affectedServices(caller.apiSession.id, identityId, onWake, onUnlock) : [] };
   }
 
   /** `GET /identities/{id}/posture-data` (the identity must exist; the route checks). */
-  function postureData(identityId: string): Record<string, unknown> {
-    const data = loadPostureData(db, identityId);
+  async function postureData(identityId: string): Promise<Record<string, unknown>> {
+    const data = await loadPostureData(store, identityId);
     const now = clock.now().getTime();
     const base = (r: { postureCheckId: string; lastUpdatedAt: string } | undefined) => ({
       lastUpdatedAt: r?.lastUpdatedAt ?? null,
@@ -258,18 +255,22 @@ export function createPostureService(deps: PostureServiceDeps) {
   }
 
   /** One enforcement pass over every session (what the timer runs). */
-  function enforceAll(): number {
+  async function enforceAll(): Promise<number> {
     if (!evaluator.anyChecks()) return 0;
-    return withTransaction(db, (tx) => evaluator.enforce(tx).size);
+    return store.write(async (tx) => (await evaluator.enforce(tx)).size);
   }
+
+  /** The timer's pass under way: passes never overlap (a tick that finds one running skips). */
+  let running = false;
 
   function start(): void {
     timer ??= setInterval(() => {
-      try {
-        if (db.open) enforceAll();
-      } catch {
-        // A failed pass (e.g. the store closing) is retried on the next tick.
-      }
+      if (running) return;
+      running = true;
+      // A failed pass (e.g. the store closing) is retried on the next tick.
+      void enforceAll()
+        .catch(() => 0)
+        .finally(() => (running = false));
     }, deps.enforceIntervalMs ?? ENFORCE_INTERVAL_MS);
     timer.unref();
   }

@@ -41,6 +41,8 @@ export interface Dialect {
   orderTerm(value: Sql, ascending: boolean): Sql;
   /** A literal of the filter (string, number, bigint), bound as a parameter. */
   literal(value: unknown): Sql;
+  /** `column` is one of the strings of a JSON array bound as the one parameter `?`. */
+  inJsonArray(column: string): string;
 }
 
 /** Map keys come from identifiers (`[A-Za-z][A-Za-z_-]*`); anything else is a programming error. */
@@ -56,6 +58,7 @@ export function sqliteJsonPath(keys: readonly string[]): string {
 
 export const sqliteDialect: Dialect = {
   name: 'sqlite',
+  inJsonArray: (column) => `${column} IN (SELECT value FROM json_each(?))`,
   trueSql: trusted('1'),
   falseSql: trusted('0'),
   nullAs: (predicate, nullMeans) => sql`COALESCE(${predicate}, ${trusted(nullMeans ? '1' : '0')})`,
@@ -92,6 +95,7 @@ function postgresJsonPath(keys: readonly string[]): string[] {
 
 export const postgresDialect: Dialect = {
   name: 'postgres',
+  inJsonArray: (column) => `${column} IN (SELECT jsonb_array_elements_text(CAST(? AS JSONB)))`,
   trueSql: trusted('TRUE'),
   falseSql: trusted('FALSE'),
   nullAs: (predicate, nullMeans) => sql`COALESCE(${predicate}, ${trusted(nullMeans ? 'TRUE' : 'FALSE')})`,
@@ -143,8 +147,8 @@ export function positionalParameters(text: string): string {
  * `<column> IN <set of ids>` with the set bound as one parameter (a JSON array), so lists computed in
  * memory (the access index's answers) can be filtered, sorted and paged by the compiled query.
  */
-export function idSetCondition(column: string, ids: Iterable<string>): { sql: string; params: unknown[] } {
+export function idSetCondition(column: string, ids: Iterable<string>, dialect: Dialect): { sql: string; params: unknown[] } {
   const list = Array.isArray(ids) ? (ids as string[]) : [...ids];
-  if (list.length === 0) return { sql: '0', params: [] };
-  return { sql: `${column} IN (SELECT value FROM json_each(?))`, params: [JSON.stringify(list)] };
+  if (list.length === 0) return { sql: '1 = 0', params: [] };
+  return { sql: dialect.inJsonArray(column), params: [JSON.stringify(list)] };
 }

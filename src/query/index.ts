@@ -10,7 +10,7 @@ import { sqliteDialect, type Dialect } from './dialect.ts';
 import { orderBySql } from './order-by.ts';
 import { resolvePaging } from './paging.ts';
 import { parseFilter } from './parser.ts';
-import type { SymbolTable } from './symbols.ts';
+import { symbolsFor, type SymbolTable } from './symbols.ts';
 import { conditionToSql } from './to-sql.ts';
 import type { SortTerm } from './typed.ts';
 
@@ -42,7 +42,8 @@ export interface CompiledQuery {
   unlimited: boolean;
 }
 
-export function compileListQuery(table: SymbolTable, params: ListParams, dialect: Dialect = sqliteDialect): CompiledQuery {
+export function compileListQuery(declared: SymbolTable, params: ListParams, dialect: Dialect = sqliteDialect): CompiledQuery {
+  const table = symbolsFor(declared, dialect.name);
   // An empty or missing filter means `true`; whitespace alone is a syntax error, as upstream.
   const checked = checkQuery(parseFilter(params.filter || 'true'), table);
   const sort = checked.sort.length > 0 || !params.sort ? checked.sort : sortFromParameter(params.sort, table);

@@ -23,6 +23,8 @@ export interface ScalarSymbol extends SymbolCommon {
   type: ScalarType;
   /** SQL expression that yields the value for the current row, e.g. `e.name`. */
   sql: string;
+  /** The same expression for PostgreSQL, where `sql` uses what only SQLite has (e.g. JSON paths). */
+  postgresSql?: string;
   /** May appear in `sort by` (plain non-set fields of the entity itself). Default true. */
   sortable?: boolean;
   /**
@@ -42,6 +44,8 @@ export interface SetSymbol extends SymbolCommon {
   kind: 'set';
   elementType: ScalarType;
   table: string;
+  /** The same source for PostgreSQL, where `table` uses what only SQLite has (e.g. `json_each`). */
+  postgresTable?: string;
   ownerColumn: string;
   valueColumn: string;
   /** Constant SQL restricting the side table (e.g. `entity_type = 'identities'`). */
@@ -70,4 +74,22 @@ export interface SymbolTable {
 /** The advertised field names, in the order they were declared (what `meta.filterableFields` shows). */
 export function filterableFields(table: SymbolTable): string[] {
   return Object.entries(table.symbols).filter(([, symbol]) => symbol.advertised !== false).map(([name]) => name);
+}
+
+const postgresTables = new WeakMap<SymbolTable, SymbolTable>();
+
+/** The table with each symbol's SQL for `dialect` (the PostgreSQL forms where a symbol has them). */
+export function symbolsFor(table: SymbolTable, dialect: string): SymbolTable {
+  if (dialect !== 'postgres') return table;
+  let mapped = postgresTables.get(table);
+  if (!mapped) {
+    const symbols: Record<string, FieldSymbol> = {};
+    for (const [name, s] of Object.entries(table.symbols)) {
+      if (s.kind === 'scalar' && s.postgresSql !== undefined) symbols[name] = { ...s, sql: s.postgresSql };
+      else if (s.kind === 'set' && s.postgresTable !== undefined) symbols[name] = { ...s, table: s.postgresTable };
+      else symbols[name] = s;
+    }
+    postgresTables.set(table, (mapped = { ...table, symbols }));
+  }
+  return mapped;
 }

@@ -10,12 +10,11 @@ import type { FastifyRequest } from 'fastify';
 import type { RouteSpec } from '../http/route.ts';
 import { ListQuery, listRequest } from '../http/list-params.ts';
 import { detailEnvelope, list, listEnvelope, okNullMeta } from '../http/envelope.ts';
-import { idSetCondition } from '../query/dialect.ts';
-import { prepare } from '../store/entity-table.ts';
+import { idSetCondition, type Dialect } from '../query/dialect.ts';
 import type { PermissionResource } from '../auth/permissions.ts';
 import type { ListRequest, ListResult } from './entity-service.ts';
 import type { Values } from '../store/entity-table.ts';
-import type { Db } from '../store/database.ts';
+import type { Store } from '../store/store.ts';
 import type { AccessService } from '../access/access.service.ts';
 import type { EntityKind, PolicyKind, PolicyType, RoleField } from '../access/access-index.ts';
 import { policyAdvice } from '../access/policy-advisor.ts';
@@ -27,17 +26,17 @@ import { serviceEdgeRouterPolicyResource } from './service-edge-router-policies/
 import { postureCheckResource } from './posture-checks/posture-check.resource.ts';
 
 export interface ListSource {
-  list(req: ListRequest, extraWhere?: { sql: string; params: unknown[] }): ListResult;
-  present(values: Values): Record<string, unknown>;
+  list(req: ListRequest, extraWhere?: { sql: string; params: unknown[] }): Promise<ListResult>;
+  present(values: Values): Record<string, unknown> | Promise<Record<string, unknown>>;
 }
 
 export interface AccessListDeps {
-  db: Db;
+  store: Store;
   access: AccessService;
-  identities: ListSource & { get(id: string): Values };
-  servicePolicies: ListSource & { get(id: string): Values };
-  edgeRouterPolicies: ListSource & { get(id: string): Values };
-  serviceEdgeRouterPolicies: ListSource & { get(id: string): Values };
+  identities: ListSource & { get(id: string): Promise<Values> };
+  servicePolicies: ListSource & { get(id: string): Promise<Values> };
+  edgeRouterPolicies: ListSource & { get(id: string): Promise<Values> };
+  serviceEdgeRouterPolicies: ListSource & { get(id: string): Promise<Values> };
   postureChecks: ListSource;
 }
 
@@ -52,20 +51,22 @@ interface DerivedList {
   source: ListSource;
   querystring?: TSchema;
   /** Whether the parent exists (as the type the path names). */
-  parent(id: string): boolean;
+  parent(id: string): Promise<boolean>;
   ids(id: string, req: FastifyRequest): Iterable<string>;
 }
 
-function derivedListRoute(spec: DerivedList): RouteSpec {
+function derivedListRoute(spec: DerivedList, dialect: Dialect): RouteSpec {
   return {
     method: 'GET', url: spec.url, operationId: spec.operationId, tag: spec.tag, summary: spec.summary,
     access: `${spec.listed}.read`,
     params: Type.Object({ id: Type.String({ minLength: 1 }) }), querystring: spec.querystring ?? ListQuery,
     response: { 200: listEnvelope(spec.item) },
-    handler: (req) => {
+    handler: async (req) => {
       const id = (req.params as { id: string }).id;
-      const r = spec.source.list(listRequest(req), idSetCondition('e.id', spec.parent(id) ? spec.ids(id, req) : []));
-      return list(r.items.map(spec.source.present), r.page, r.filterableFields);
+      const r = await spec.source.list(listRequest(req), idSetCondition('e.id', (await spec.parent(id)) ? spec.ids(id, req) : [], dialect));
+      const items: Array<Record<string, unknown>> = [];
+      for (const item of r.items) items.push(await spec.source.present(item));
+      return list(items, r.page, r.filterableFields);
     },
   };
 }
@@ -81,9 +82,10 @@ function policyTypeOf(req: FastifyRequest): PolicyType | undefined {
 }
 
 export function accessListRoutes(deps: AccessListDeps): RouteSpec[] {
-  const { db, access } = deps;
+  const { store, access } = deps;
   const index = () => access.index;
-  const exists = (sql: string) => (id: string) => prepare(db, sql).get(id) !== undefined;
+  const derived = (spec: DerivedList) => derivedListRoute(spec, store.dialect);
+  const exists = (sql: string) => async (id: string) => (await store.get(sql, [id])) !== undefined;
   const identity = exists('SELECT 1 FROM identities WHERE id = ?');
   const service = exists('SELECT 1 FROM services WHERE id = ?');
   const edgeRouter = exists('SELECT 1 FROM routers WHERE id = ? AND is_edge = 1');
@@ -97,59 +99,59 @@ export function accessListRoutes(deps: AccessListDeps): RouteSpec[] {
 
   return [
     // Policies matching an entity.
-    derivedListRoute({
+    derived({
       url: '/identities/:id/service-policies', operationId: 'listIdentityServicePolicies', tag: 'Identity',
       summary: 'List the service policies that affect an identity', listed: 'service-policy', ...sp,
       parent: identity, ids: policiesOf('identity', 'servicePolicy'),
     }),
-    derivedListRoute({
+    derived({
       url: '/identities/:id/edge-router-policies', operationId: 'listIdentitysEdgeRouterPolicies', tag: 'Identity',
       summary: 'List the edge router policies that affect an identity', listed: 'edge-router-policy', ...erp,
       parent: identity, ids: policiesOf('identity', 'edgeRouterPolicy'),
     }),
-    derivedListRoute({
+    derived({
       url: '/services/:id/service-policies', operationId: 'listServiceServicePolicies', tag: 'Service',
       summary: 'List the service policies that affect a service', listed: 'service-policy', ...sp,
       parent: service, ids: policiesOf('service', 'servicePolicy'),
     }),
-    derivedListRoute({
+    derived({
       url: '/services/:id/service-edge-router-policies', operationId: 'listServiceServiceEdgeRouterPolicies', tag: 'Service',
       summary: 'List the service edge router policies that affect a service', listed: 'service-edge-router-policy', ...serp,
       parent: service, ids: policiesOf('service', 'serviceEdgeRouterPolicy'),
     }),
-    derivedListRoute({
+    derived({
       url: '/edge-routers/:id/edge-router-policies', operationId: 'listEdgeRouterEdgeRouterPolicies', tag: 'Edge Router',
       summary: 'List the edge router policies that affect an edge router', listed: 'edge-router-policy', ...erp,
       parent: edgeRouter, ids: policiesOf('edgeRouter', 'edgeRouterPolicy'),
     }),
-    derivedListRoute({
+    derived({
       url: '/edge-routers/:id/service-edge-router-policies', operationId: 'listEdgeRouterServiceEdgeRouterPolicies', tag: 'Edge Router',
       summary: 'List the service edge router policies that affect an edge router', listed: 'service-edge-router-policy', ...serp,
       parent: edgeRouter, ids: policiesOf('edgeRouter', 'serviceEdgeRouterPolicy'),
     }),
-    derivedListRoute({
+    derived({
       url: '/service-policies/:id/posture-checks', operationId: 'listServicePolicyPostureChecks', tag: 'Service Policy',
       summary: 'List the posture checks a service policy includes', listed: 'posture-check',
       source: deps.postureChecks, item: postureCheckResource.schemas.detail,
       parent: exists('SELECT 1 FROM service_policies WHERE id = ?'), ids: membersOf('postureCheckRoles'),
     }),
     // Identities reached by a policy or an entity.
-    derivedListRoute({
+    derived({
       url: '/service-policies/:id/identities', operationId: 'listServicePolicyIdentities', tag: 'Service Policy',
       summary: 'List the identities a service policy affects', listed: 'identity', ...identities,
       parent: exists('SELECT 1 FROM service_policies WHERE id = ?'), ids: membersOf('identityRoles'),
     }),
-    derivedListRoute({
+    derived({
       url: '/edge-router-policies/:id/identities', operationId: 'listEdgeRouterPolicyIdentities', tag: 'Edge Router Policy',
       summary: 'List the identities an edge router policy affects', listed: 'identity', ...identities,
       parent: exists('SELECT 1 FROM edge_router_policies WHERE id = ?'), ids: membersOf('identityRoles'),
     }),
-    derivedListRoute({
+    derived({
       url: '/services/:id/identities', operationId: 'listServiceIdentities', tag: 'Service',
       summary: 'List the identities that may dial or bind a service', listed: 'identity', ...identities,
       querystring: PolicyTypeQuery, parent: service, ids: (id, req) => index().identitiesOfService(id, policyTypeOf(req)),
     }),
-    derivedListRoute({
+    derived({
       url: '/edge-routers/:id/identities', operationId: 'listEdgeRouterIdentities', tag: 'Edge Router',
       summary: 'List the identities that may use an edge router', listed: 'identity', ...identities,
       parent: edgeRouter, ids: (id) => index().identitiesOfEdgeRouter(id),
@@ -159,9 +161,9 @@ export function accessListRoutes(deps: AccessListDeps): RouteSpec[] {
       summary: 'Analyze the policies between an identity and a service', access: 'service.read',
       params: Type.Object({ id: Type.String({ minLength: 1 }), serviceId: Type.String({ minLength: 1 }) }),
       response: { 200: detailEnvelope(PolicyAdvice, 'null') },
-      handler: (req) => {
+      handler: async (req) => {
         const { id, serviceId } = req.params as { id: string; serviceId: string };
-        return okNullMeta(policyAdvice(db, access.index, id, serviceId));
+        return okNullMeta(await policyAdvice(store, access.index, id, serviceId));
       },
     },
   ];

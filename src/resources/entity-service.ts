@@ -33,6 +33,11 @@ export interface ListResult {
 
 export type WriteMode = 'create' | 'put' | 'patch';
 
+export interface CreateOptions {
+  id?: string;
+  within?: (tx: Tx, values: Values) => Promise<void>;
+}
+
 export interface EntityHooks {
   /** Validate and normalize a create; may throw ApiError. */
   beforeCreate?(tx: Tx, values: Values, body: Record<string, unknown>): Promise<void> | void;
@@ -116,18 +121,23 @@ export function createEntityService(resource: Resource, store: Store, hooks: Ent
     return assertFound(await find(id), resource.singular, id);
   }
 
-  /** `extra` carries stored values the service derived itself (e.g. a password hash). */
-  async function create(body: Record<string, unknown>, extra: Values = {}): Promise<string> {
+  /**
+   * `extra` carries stored values the service derived itself (e.g. a password hash). `options.id` is an id chosen
+   * beforehand (e.g. named in a signed enrollment); `options.within` writes more rows of this create in its
+   * transaction, after the hooks.
+   */
+  async function create(body: Record<string, unknown>, extra: Values = {}, options: CreateOptions = {}): Promise<string> {
     const now = isoNow(clock);
     const values = { ...valuesFromBody(resource, body, 'create'), ...extra };
     if (hasName) requireName(values, 'create');
-    values.id = hooks.newId ? hooks.newId() : newEntityId();
+    values.id = options.id ?? (hooks.newId ? hooks.newId() : newEntityId());
     values.createdAt = now;
     values.updatedAt = now;
     await store.write(async (tx) => {
       await hooks.beforeCreate?.(tx, values, body);
       await insertEntity(tx, resource.decl, values);
       await hooks.afterCreate?.(tx, values, body);
+      await options.within?.(tx, values);
     });
     return values.id as string;
   }

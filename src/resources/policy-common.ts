@@ -5,9 +5,8 @@
  * policies and renders the read model (raw role lists `null` when empty, `*RolesDisplay` always an array).
  */
 import { Type, type TSchema } from '@sinclair/typebox';
-import type { Db } from '../store/database.ts';
 import type { Values } from '../store/entity-table.ts';
-import type { Tx } from '../store/transaction.ts';
+import type { Store, Tx } from '../store/store.ts';
 import type { SetSymbol } from '../query/symbols.ts';
 import { ApiError, fieldError } from '../errors.ts';
 import { createEntityService, systemClock, type Clock } from './entity-service.ts';
@@ -46,20 +45,20 @@ export function displayProperties(kind: PolicyKind): Record<string, TSchema> {
   return out;
 }
 
-export function createPolicyService(kind: PolicyKind, resource: Resource, db: Db, access: AccessService, clock: Clock = systemClock) {
+export function createPolicyService(kind: PolicyKind, resource: Resource, store: Store, access: AccessService, clock: Clock = systemClock) {
   const fields = policyRoleFields[kind];
 
-  function normalizeRoles(tx: Tx, values: Values): void {
+  async function normalizeRoles(tx: Tx, values: Values): Promise<void> {
     if (kind === 'servicePolicy' && values.type !== undefined && values.type !== 'Dial' && values.type !== 'Bind') {
       throw fieldError('policyType', `invalid policy type ${String(values.type)}`, values.type);
     }
-    for (const field of fields) if (values[field] !== undefined) values[field] = access.validateRoles(tx, field, values[field] as string[]);
+    for (const field of fields) if (values[field] !== undefined) values[field] = await access.validateRoles(tx, field, values[field] as string[]);
   }
 
-  function feedIndex(tx: Tx, record: Values): void {
+  async function feedIndex(tx: Tx, record: Values): Promise<void> {
     const roles: PolicyInput['roles'] = {};
     for (const field of fields) roles[field] = (record[field] as string[] | null) ?? [];
-    access.policyChanged(tx, {
+    await access.policyChanged(tx, {
       id: record.id as string,
       kind,
       semantic: record.semantic as SemanticValue,
@@ -76,34 +75,34 @@ export function createPolicyService(kind: PolicyKind, resource: Resource, db: Db
 
   const entities = createEntityService(
     resource,
-    db,
+    store,
     {
-      beforeCreate(tx, values) {
-        normalizeRoles(tx, values);
+      async beforeCreate(tx, values) {
+        await normalizeRoles(tx, values);
       },
-      afterCreate(tx, values) {
-        feedIndex(tx, values);
+      async afterCreate(tx, values) {
+        await feedIndex(tx, values);
       },
-      beforeUpdate(tx, existing, changes) {
+      async beforeUpdate(tx, existing, changes) {
         refuseSystem(existing, 'ENTITY_CAN_NOT_BE_UPDATED');
-        normalizeRoles(tx, changes);
+        await normalizeRoles(tx, changes);
       },
-      afterUpdate(tx, existing, changes) {
-        feedIndex(tx, { ...existing, ...changes });
+      async afterUpdate(tx, existing, changes) {
+        await feedIndex(tx, { ...existing, ...changes });
       },
-      beforeDelete(tx, existing) {
+      async beforeDelete(tx, existing) {
         refuseSystem(existing, 'ENTITY_CAN_NOT_BE_DELETED');
-        access.policyRemoved(tx, existing.id as string);
+        await access.policyRemoved(tx, existing.id as string);
       },
     },
     clock,
   );
 
   /** The policy read model. */
-  function present(values: Values): Record<string, unknown> {
+  async function present(values: Values): Promise<Record<string, unknown>> {
     const detail = resource.presentStored(values);
     for (const field of fields) {
-      detail[`${field}Display`] = access.rolesDisplay(field, (values[field] as string[] | null) ?? []);
+      detail[`${field}Display`] = await access.rolesDisplay(field, (values[field] as string[] | null) ?? []);
     }
     if (kind === 'edgeRouterPolicy') detail.isSystem = values.isSystem === true;
     return detail;

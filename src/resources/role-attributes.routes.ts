@@ -10,9 +10,8 @@ import { ListQuery, listRequest } from '../http/list-params.ts';
 import { list } from '../http/envelope.ts';
 import { ListMeta } from './common.schema.ts';
 import type { PermissionResource } from '../auth/permissions.ts';
-import type { Db } from '../store/database.ts';
+import type { Sql, Store } from '../store/store.ts';
 import { compileListQuery } from '../query/index.ts';
-import { selectPage } from '../store/entity-table.ts';
 
 export interface RoleAttributeListSpec {
   url: string;
@@ -20,14 +19,14 @@ export interface RoleAttributeListSpec {
   tag: string;
   table: string;
   permission: PermissionResource;
-  db: Db;
+  store: Store;
 }
 
-export function listRoleAttributes(db: Db, table: string, req: ReturnType<typeof listRequest>) {
+export async function listRoleAttributes(q: Sql, table: string, req: ReturnType<typeof listRequest>) {
   const symbols = { idSql: 'e.attribute', symbols: { id: { kind: 'scalar' as const, type: 'string' as const, sql: 'e.attribute' } } };
-  const q = compileListQuery(symbols, { filter: req.filter, limit: -1 });
-  const { rows, totalCount } = selectPage(db, `(SELECT DISTINCT attribute FROM ${table})`, q);
-  return { items: rows.map((r) => r.attribute as string), page: { limit: q.limit, offset: q.offset, totalCount, unlimited: q.unlimited } };
+  const c = compileListQuery(symbols, { filter: req.filter, limit: -1 }, q.dialect);
+  const { rows, totalCount } = await q.page(`(SELECT DISTINCT attribute FROM ${table})`, c);
+  return { items: rows.map((r) => r.attribute as string), page: { limit: c.limit, offset: c.offset, totalCount, unlimited: c.unlimited } };
 }
 
 export function roleAttributeListRoute(spec: RoleAttributeListSpec): RouteSpec {
@@ -36,8 +35,8 @@ export function roleAttributeListRoute(spec: RoleAttributeListSpec): RouteSpec {
     summary: 'List the role attributes in use', access: `${spec.permission}.read`,
     querystring: ListQuery,
     response: { 200: Type.Object({ data: Type.Array(Type.String()), meta: ListMeta }) },
-    handler: (req) => {
-      const r = listRoleAttributes(spec.db, spec.table, listRequest(req));
+    handler: async (req) => {
+      const r = await listRoleAttributes(spec.store, spec.table, listRequest(req));
       return list(r.items, r.page, ['id']);
     },
   };

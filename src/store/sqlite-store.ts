@@ -83,7 +83,8 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
   const readSql = runner(reader, false);
   const writeSql = runner(db, true);
   const writes = createQueue();
-  const snapshots = createQueue();
+  // Changes whenever another connection commits, ours or another process's; no table is read.
+  const dataVersion = reader.prepare('PRAGMA data_version').pluck();
 
   async function write<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     const release = await writes.acquire();
@@ -108,18 +109,23 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
     return result;
   }
 
+  /** Snapshots open on the reader; one read transaction serves them all. */
+  let snapshotDepth = 0;
+
+  /**
+   * One read transaction on the reader. A snapshot asked for while one is open joins it (a nested call from the
+   * same work, or work of another request resumed in the same turn of the event loop): it sees the same committed
+   * state, and no later one can be hidden from it, since it ends before anything that waits on I/O can run.
+   */
   async function snapshot<T>(work: (q: Sql) => Promise<T>): Promise<T> {
     if (reader === db) return work(db.inTransaction ? writeSql : readSql);
-    const release = await snapshots.acquire();
+    if (snapshotDepth === 0) reader.exec('BEGIN');
+    snapshotDepth += 1;
     try {
-      reader.exec('BEGIN');
-      try {
-        return await work(readSql);
-      } finally {
-        if (reader.inTransaction) reader.exec('COMMIT');
-      }
+      return await work(readSql);
     } finally {
-      release();
+      snapshotDepth -= 1;
+      if (snapshotDepth === 0 && reader.inTransaction) reader.exec('COMMIT');
     }
   }
 
@@ -157,6 +163,7 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
     snapshot,
     versions,
     versioned,
+    commitMark: () => dataVersion.get(),
     durable: () => flusher?.durable(),
     async close() {
       await flusher?.close();

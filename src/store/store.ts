@@ -90,6 +90,11 @@ export interface Store extends Sql {
    * not kept.
    */
   versioned<T>(tables: readonly VersionedTable[], build: (q: Sql) => Promise<T>): (q?: Sql) => Promise<T>;
+  /**
+   * A cheap mark that changes whenever anyone may have committed (read without a round trip); absent when the
+   * store has none, and readers of the change feed then ask the table itself.
+   */
+  readonly commitMark?: () => unknown;
   /** Undefined when nothing written since the last flush began; else settles once what was written is durable. */
   durable(): Promise<void> | undefined;
   close(): Promise<void>;

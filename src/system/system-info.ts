@@ -3,8 +3,7 @@
  * capabilities it really implements, its own controller record, the served API documents, record counts
  * and the CA bundle. Built once at start from the config, the PKI and the mounted API definitions.
  */
-import type { Db } from '../store/database.ts';
-import { prepare } from '../store/entity-table.ts';
+import type { Store } from '../store/store.ts';
 
 export const portcullisVersion = '0.1.0';
 /**
@@ -14,7 +13,7 @@ export const portcullisVersion = '0.1.0';
 export const compatibleUpstreamVersion = 'v2.0.0';
 
 export interface SystemInfoSources {
-  db: Db;
+  store: Store;
   advertise: string;
   port: number;
   startedAt: Date;
@@ -105,10 +104,10 @@ export function createSystemInfo(src: SystemInfoSources) {
         name: id,
       })),
     specDocument: (id: string) => src.documents()[id],
-    summary: () => {
+    summary: async () => {
       const counts: Record<string, number> = {};
       for (const [key, table] of Object.entries(summaryTables)) {
-        counts[key] = (prepare(src.db, `SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
+        counts[key] = (await src.store.value<number>(`SELECT COUNT(*) AS n FROM ${table}`)) ?? 0;
       }
       // Upstream also counts its queued change events and its token revocations. Writes here commit their
       // effects in their own transaction and no token is revoked by record (sessions are deleted), so both

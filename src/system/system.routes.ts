@@ -103,8 +103,8 @@ export function systemRoutes(info: SystemInfo, controllers: ControllerService, a
     {
       method: 'GET', url: '/controllers', operationId: 'listControllers', tag, summary: 'Controllers of this network',
       access: 'session', querystring: ListQuery, response: { 200: listEnvelope(controllerResource.schemas.detail) },
-      handler: (req) => {
-        const r = controllers.list(listRequest(req));
+      handler: async (req) => {
+        const r = await controllers.list(listRequest(req));
         return list(r.items.map(controllers.presentFor(api)), r.page, r.filterableFields);
       },
     },
@@ -119,7 +119,7 @@ export function systemRoutes(info: SystemInfo, controllers: ControllerService, a
     routes.push({
       method: 'GET', url: '/summary', operationId: 'listSummary', tag, summary: 'Record counts by type',
       access: 'admin', response: { 200: detailEnvelope(Type.Record(Type.String(), Type.Integer()), 'null') },
-      handler: () => okNullMeta(info.summary()),
+      handler: async () => okNullMeta(await info.summary()),
     });
   }
   return routes;

@@ -162,7 +162,7 @@ describe('escalation: authenticators and MFA of an admin', () => {
 describe('escalation: an admin identity\'s own record', () => {
   it('no value changes how an admin authenticates, disables, traces or deletes it', async () => {
     const admin = await adminIdentity({ externalId: uniqueName('admin-ext') });
-    const policy = insertAuthPolicy(tc);
+    const policy = await insertAuthPolicy(tc);
     const before = await identityDetail(admin);
     const update = reaching('identity.update');
     const problems = [
@@ -194,7 +194,7 @@ describe('escalation: an admin identity\'s own record', () => {
 
 describe('escalation: auth policies an admin logs in with', () => {
   it('no value changes or deletes a policy an admin uses (the default one included); other policies it may', async () => {
-    const policy = insertAuthPolicy(tc);
+    const policy = await insertAuthPolicy(tc);
     const admin = await adminIdentity();
     ok(await tc.mgmt.patch(`/identities/${admin}`, { authPolicyId: policy }));
     const weaker = { primary: { updb: { allowed: true, maxAttempts: 0 } } };
@@ -210,7 +210,7 @@ describe('escalation: auth policies an admin logs in with', () => {
     assert.deepEqual(problems, []);
     assert.deepEqual(ok(await tc.mgmt.get(`/auth-policies/${policy}`)).body.data.primary, full.primary);
 
-    const plainPolicy = insertAuthPolicy(tc);
+    const plainPolicy = await insertAuthPolicy(tc);
     ok(await tc.mgmt.patch(`/identities/${await createIdentity(tc.mgmt)}`, { authPolicyId: plainPolicy }));
     ok(await (await as('auth-policy.update')).patch(`/auth-policies/${plainPolicy}`, weaker));
     // Under a policy that an identity holding `service` uses, a holder of auth-policy alone is refused too.
@@ -260,7 +260,7 @@ describe('escalation: external JWT signers log in only identities their last aut
     }), 201).body.data.id as string;
     const token = await idp.sign(claimsFor(issuer, AUDIENCE, admin.id));
     ok(await login(token));
-    const policy = insertAuthPolicy(tc, {}, { requireExtJwtSigner: signerId });
+    const policy = await insertAuthPolicy(tc, {}, { requireExtJwtSigner: signerId });
     ok(await tc.mgmt.patch(`/identities/${admin.id}`, { authPolicyId: policy }));
     const secondFactor = async () => {
       const res = ok(await tc.http.post('/edge/management/v1/authenticate?method=password', { username: admin.username, password: admin.password }, {

@@ -13,7 +13,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../support/controller.ts';
+import { dropTestDatabase, freePort, testDatabaseArgs, testDatabaseUrl } from '../support/controller.ts';
 import { createClient } from '../support/client.ts';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
@@ -84,7 +84,8 @@ describe('npm start', () => {
     const dataDir = join(mkdtempSync(join(tmpdir(), 'portcullis-start-')), 'data');
     try {
       const port = await freePort();
-      const first = await startProcess(['--data-dir', dataDir, '--port', String(port), '--address', '127.0.0.1', '--workers', '2']);
+      const database = await testDatabaseArgs(dataDir);
+      const first = await startProcess(['--data-dir', dataDir, ...database, '--port', String(port), '--address', '127.0.0.1', '--workers', '2']);
       const workers = childCommandLines(first.pid);
       if (workers) {
         assert.equal(workers.length, 2, `two worker processes and nothing else: ${JSON.stringify(workers)}`);
@@ -109,7 +110,7 @@ describe('npm start', () => {
       first.kill('SIGTERM');
       assert.equal(await first.exited, 0);
 
-      const second = await startProcess(['--data-dir', dataDir, '--port', String(port), '--address', '127.0.0.1', '--admin-password', 'another-password'], {
+      const second = await startProcess(['--data-dir', dataDir, ...database, '--port', String(port), '--address', '127.0.0.1', '--admin-password', 'another-password'], {
         PORTCULLIS_LOG_LEVEL: 'info',
       });
       assert.doesNotMatch(second.output(), /password:/, 'no credentials printed on a later start');
@@ -121,6 +122,7 @@ describe('npm start', () => {
       assert.equal(await second.exited, 0);
     } finally {
       rmSync(join(dataDir, '..'), { recursive: true, force: true });
+      await dropTestDatabase(dataDir);
     }
   });
 
@@ -128,10 +130,12 @@ describe('npm start', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'portcullis-env-'));
     try {
       const port = await freePort();
+      const databaseUrl = await testDatabaseUrl(dataDir);
       // As the README's quick start: `node .` runs package.json's main (dist/main.js).
       assert.equal(pkg.main, 'dist/main.js');
       const p = await startProcess([], {
         PORTCULLIS_DATA_DIR: dataDir,
+        ...(databaseUrl ? { PORTCULLIS_DATABASE_URL: databaseUrl } : {}),
         PORTCULLIS_PORT: String(port),
         PORTCULLIS_ADDRESS: '127.0.0.1',
         PORTCULLIS_ADVERTISE: 'ctrl.example.test',
@@ -148,6 +152,7 @@ describe('npm start', () => {
       assert.equal(await p.exited, 0);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
+      await dropTestDatabase(dataDir);
     }
   });
 });

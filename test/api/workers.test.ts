@@ -14,7 +14,7 @@ import { request } from 'node:https';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, uniqueName } from '../support/controller.ts';
+import { dropTestDatabase, freePort, testDatabaseArgs, uniqueName } from '../support/controller.ts';
 import { createClient, type HttpClient, type HttpResponse } from '../support/client.ts';
 import { assertMatchesReference } from '../support/reference-spec.ts';
 
@@ -23,17 +23,18 @@ const dataDir = mkdtempSync(join(tmpdir(), 'portcullis-workers-'));
 const port = await freePort();
 const child = spawn(
   process.execPath,
-  ['--import', 'tsx', 'src/main.ts', '--workers', '2', '--data-dir', dataDir, '--address', '127.0.0.1', '--port', String(port),
-    '--admin-password', ADMIN_PASSWORD, '--log-level', 'info'],
+  ['--import', 'tsx', 'src/main.ts', '--workers', '2', '--data-dir', dataDir, ...(await testDatabaseArgs(dataDir)), '--address', '127.0.0.1',
+    '--port', String(port), '--admin-password', ADMIN_PASSWORD, '--log-level', 'info'],
   { cwd: new URL('../../', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'pipe'] },
 );
 let output = '';
 child.stdout.on('data', (c) => (output += c));
 child.stderr.on('data', (c) => (output += c));
 const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-after(() => {
+after(async () => {
   if (child.exitCode === null) child.kill('SIGKILL');
   rmSync(dataDir, { recursive: true, force: true });
+  await dropTestDatabase(dataDir);
 });
 
 await new Promise<void>((resolve, reject) => {

@@ -6,19 +6,17 @@
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { startTestController, uniqueName, ADMIN_USER, ADMIN_PASSWORD, type TestController } from '../support/controller.ts';
+import { openSecondStore, startTestController, uniqueName, ADMIN_USER, ADMIN_PASSWORD, type TestController } from '../support/controller.ts';
 import { createClient, type HttpClient } from '../support/client.ts';
 import { createUserWithPassword } from '../support/factories.ts';
 import { manualClock } from '../support/manual-clock.ts';
-import { openDatabase, closeDatabase } from '../../src/store/database.ts';
 
 const clock = manualClock({ frozen: true });
 const tc: TestController = await startTestController({ env: { PORTCULLIS_API_SESSION_TIMEOUT_SECONDS: '2' }, start: { clock } });
-const outside = openDatabase(join(tc.dataDir, 'portcullis.db'));
-after(() => closeDatabase(outside));
+const outside = await openSecondStore(tc);
+after(() => outside.close());
 
-async function newUser(): Promise<{ client: HttpClient; apiSessionId: string; storedAt: () => string }> {
+async function newUser(): Promise<{ client: HttpClient; apiSessionId: string; storedAt: () => Promise<string> }> {
   // The harness's admin session expires too: log in afresh.
   const mgmt = tc.mgmt.as({ token: await tc.login(ADMIN_USER, ADMIN_PASSWORD) });
   const u = await createUserWithPassword({ ...tc, mgmt }, { name: uniqueName('idle-user') });
@@ -26,8 +24,8 @@ async function newUser(): Promise<{ client: HttpClient; apiSessionId: string; st
   const res = await client.get('/current-api-session');
   assert.equal(res.status, 200, res.text);
   const apiSessionId = res.body.data.id as string;
-  const stored = outside.prepare('SELECT last_activity_at FROM api_sessions WHERE id = ?').pluck();
-  return { client, apiSessionId, storedAt: () => stored.get(apiSessionId) as string };
+  const storedAt = async () => (await outside.value<string>('SELECT last_activity_at FROM api_sessions WHERE id = ?', [apiSessionId]))!;
+  return { client, apiSessionId, storedAt };
 }
 
 describe('caller cache and idle expiry', () => {
@@ -43,17 +41,18 @@ describe('caller cache and idle expiry', () => {
 
   it('a session in use outlives the timeout, its stored activity time advances and is what it shows', async () => {
     const u = await newUser();
-    const initial = u.storedAt();
+    const initial = await u.storedAt();
     for (let elapsed = 400; elapsed <= 3600; elapsed += 400) {
       clock.advance(400);
       assert.equal((await u.client.get('/current-identity')).status, 200, `alive after ${elapsed} ms`);
     }
-    const stored = u.storedAt();
+    const stored = await u.storedAt();
     assert.ok(stored > initial, `stored activity time advanced (${initial} → ${stored})`);
     clock.advance(400);
     const res = await u.client.get('/current-api-session');
     assert.equal(res.status, 200, res.text);
     const shown = res.body.data.lastActivityAt as string;
-    assert.ok(stored <= shown && shown <= u.storedAt(), `shows the stored activity time as of this request (${stored} ≤ ${shown} ≤ ${u.storedAt()})`);
+    const storedNow = await u.storedAt();
+    assert.ok(stored <= shown && shown <= storedNow, `shows the stored activity time as of this request (${stored} ≤ ${shown} ≤ ${storedNow})`);
   });
 });

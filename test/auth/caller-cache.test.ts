@@ -3,38 +3,49 @@
  * that decides who the caller is or whether the session is full (logout, an API session deleted by an
  * administrator, the identity deleted, disabled, made admin or not, MFA required or completed, the stored
  * activity time) shows on the very next request. Changes are made through the API of the same controller,
- * through a second controller on the same data directory, and through a second database connection
- * writing directly (as another process or an operator's tool would).
+ * through a second controller on the same data directory (and database), and through a second store writing
+ * directly (as another process or an operator's tool would).
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTestController, freePort, uniqueName, ADMIN_USER, ADMIN_PASSWORD, type TestController } from '../support/controller.ts';
+import {
+  startTestController,
+  dropTestDatabase,
+  freePort,
+  openSecondStore,
+  uniqueName,
+  ADMIN_USER,
+  ADMIN_PASSWORD,
+  type TestController,
+} from '../support/controller.ts';
 import { createClient, type HttpClient } from '../support/client.ts';
 import { createUserWithPassword } from '../support/factories.ts';
 import { assertEmptyOk } from '../support/assertions.ts';
 import { startController } from '../../src/controller.ts';
 import { loadConfig } from '../../src/config.ts';
-import { openDatabase, closeDatabase } from '../../src/store/database.ts';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'portcullis-caller-cache-'));
 const tc: TestController = await startTestController({ dataDir });
 // A second controller on the same data directory (its own store connection and caches).
 const otherPort = await freePort();
 const other = await startController(
-  loadConfig(['--data-dir', dataDir, '--address', '127.0.0.1', '--port', String(otherPort), '--admin-user', ADMIN_USER,
-    '--admin-password', ADMIN_PASSWORD, '--log-level', 'silent'], {}),
+  loadConfig(['--data-dir', dataDir, ...(tc.databaseUrl ? ['--database-url', tc.databaseUrl] : []), '--address', '127.0.0.1', '--port',
+    String(otherPort), '--admin-user', ADMIN_USER, '--admin-password', ADMIN_PASSWORD, '--log-level', 'silent'], {}),
   { firstStart: false },
 );
-// A plain second connection, writing as an outside process would.
-const outside = openDatabase(join(dataDir, 'portcullis.db'));
+// A plain second store, writing as an outside process would.
+const outside = await openSecondStore(tc);
 after(async () => {
-  closeDatabase(outside);
+  await outside.close();
   await other.stop();
   rmSync(dataDir, { recursive: true, force: true });
+  await dropTestDatabase(dataDir);
 });
+/** One statement written by the outside store. */
+const write = (sql: string, params: unknown[]) => outside.write((tx) => tx.run(sql, params));
 
 const otherRoot = `https://127.0.0.1:${otherPort}`;
 const otherAdminToken = (await createClient(otherRoot, tc.ca).post('/edge/management/v1/authenticate?method=password', {
@@ -178,28 +189,28 @@ describe('caller cache: changes made by another process', () => {
   it('direct writes of another connection: identity disabled, enabled, admin flag, deleted', async () => {
     const u = await newUser();
     await warm(u.mgmtApi);
-    outside.prepare('UPDATE identities SET disabled_at = ? WHERE id = ?').run(new Date().toISOString(), u.id);
+    await write('UPDATE identities SET disabled_at = ? WHERE id = ?', [new Date().toISOString(), u.id]);
     assert.equal(await status(u.mgmtApi), 401, 'disabled');
-    outside.prepare('UPDATE identities SET disabled_at = NULL WHERE id = ?').run(u.id);
+    await write('UPDATE identities SET disabled_at = NULL WHERE id = ?', [u.id]);
     assert.equal(await status(u.mgmtApi), 200, 'enabled again');
-    outside.prepare('UPDATE identities SET is_admin = 1 WHERE id = ?').run(u.id);
+    await write('UPDATE identities SET is_admin = 1 WHERE id = ?', [u.id]);
     assert.equal(await status(u.mgmtApi, '/identities?limit=1'), 200, 'admin');
-    outside.prepare('UPDATE identities SET is_admin = 0 WHERE id = ?').run(u.id);
+    await write('UPDATE identities SET is_admin = 0 WHERE id = ?', [u.id]);
     assert.equal(await status(u.mgmtApi, '/identities?limit=1'), 401, 'not admin');
-    outside.prepare('DELETE FROM identities WHERE id = ?').run(u.id);
+    await write('DELETE FROM identities WHERE id = ?', [u.id]);
     assert.equal(await status(u.mgmtApi), 401, 'deleted');
   });
 
   it('direct writes of another connection: MFA required, then completed', async () => {
     const u = await newUser();
     await warm(u.client);
-    outside.prepare('UPDATE api_sessions SET is_mfa_required = 1 WHERE id = ?').run(u.apiSessionId);
+    await write('UPDATE api_sessions SET is_mfa_required = 1 WHERE id = ?', [u.apiSessionId]);
     assert.equal(await status(u.client), 401, 'MFA pending');
     const partial = await u.client.get('/current-api-session');
     assert.equal(partial.status, 200, partial.text);
     assert.equal(partial.body.data.isMfaRequired, true);
     assert.equal(partial.body.data.authQueries.length, 1);
-    outside.prepare('UPDATE api_sessions SET is_mfa_complete = 1 WHERE id = ?').run(u.apiSessionId);
+    await write('UPDATE api_sessions SET is_mfa_complete = 1 WHERE id = ?', [u.apiSessionId]);
     assert.equal(await status(u.client), 200, 'MFA passed');
   });
 
@@ -207,9 +218,9 @@ describe('caller cache: changes made by another process', () => {
     const policyId = await createPolicy(false);
     const u = await newUser({ authPolicyId: policyId });
     await warm(u.client);
-    outside.prepare('UPDATE auth_policies SET secondary_settings = ? WHERE id = ?').run(JSON.stringify({ requireTotp: true }), policyId);
+    await write('UPDATE auth_policies SET secondary_settings = ? WHERE id = ?', [JSON.stringify({ requireTotp: true }), policyId]);
     assert.equal(await status(u.client), 401);
-    outside.prepare('UPDATE auth_policies SET secondary_settings = ? WHERE id = ?').run(JSON.stringify({ requireTotp: false }), policyId);
+    await write('UPDATE auth_policies SET secondary_settings = ? WHERE id = ?', [JSON.stringify({ requireTotp: false }), policyId]);
     assert.equal(await status(u.client), 200);
   });
 
@@ -217,11 +228,11 @@ describe('caller cache: changes made by another process', () => {
     const u = await newUser();
     await warm(u.client, '/current-api-session');
     const at = new Date(Date.now() + 1000).toISOString();
-    outside.prepare('UPDATE api_sessions SET last_activity_at = ? WHERE id = ?').run(at, u.apiSessionId);
+    await write('UPDATE api_sessions SET last_activity_at = ? WHERE id = ?', [at, u.apiSessionId]);
     const res = await u.client.get('/current-api-session');
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.data.lastActivityAt, at, 'the stored activity time, as written by the other connection');
-    outside.prepare('DELETE FROM api_sessions WHERE id = ?').run(u.apiSessionId);
+    await write('DELETE FROM api_sessions WHERE id = ?', [u.apiSessionId]);
     assert.equal(await status(u.client), 401);
   });
 
@@ -229,8 +240,8 @@ describe('caller cache: changes made by another process', () => {
     const u = await newUser();
     await warm(u.client);
     const now = Date.now();
-    outside.prepare('UPDATE identities SET disabled_at = ?, disabled_until = ? WHERE id = ?').run(
-      new Date(now).toISOString(), new Date(now + 1500).toISOString(), u.id);
+    await write('UPDATE identities SET disabled_at = ?, disabled_until = ? WHERE id = ?', [
+      new Date(now).toISOString(), new Date(now + 1500).toISOString(), u.id]);
     assert.equal(await status(u.client), 401);
     assert.equal(await status(u.client), 401, 'still disabled on a repeated request');
     await new Promise((r) => setTimeout(r, Math.max(0, now + 1600 - Date.now())));

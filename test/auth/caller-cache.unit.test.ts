@@ -5,8 +5,8 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { openDatabase } from '../../src/store/database.ts';
-import { migrate } from '../../src/store/migrate.ts';
+import { openSqliteStore } from '../../src/store/sqlite-store.ts';
+import { migrateStore } from '../../src/store/open-store.ts';
 import { createCallerCache, type CallerState } from '../../src/auth/caller-cache.ts';
 
 function state(hash: string, disabled = false): CallerState {
@@ -22,83 +22,83 @@ function state(hash: string, disabled = false): CallerState {
   };
 }
 
-function setup(opts: { maxEntries?: number; disabled?: Set<string> } = {}) {
-  const db = openDatabase(':memory:');
-  migrate(db);
+async function setup(opts: { maxEntries?: number; disabled?: Set<string> } = {}) {
+  const store = openSqliteStore(':memory:');
+  await migrateStore(store);
   const loads: string[] = [];
   let now = 1_000;
   const cache = createCallerCache({
-    db,
+    store,
     now: () => now,
     maxEntries: opts.maxEntries,
-    load(hash) {
+    async load(hash) {
       loads.push(hash);
       return hash.startsWith('missing') ? undefined : state(hash, opts.disabled?.has(hash));
     },
   });
-  const bump = (name: string) => db.prepare('UPDATE table_versions SET version = version + 1 WHERE name = ?').run(name);
-  return { db, cache, loads, bump, setNow: (ms: number) => (now = ms) };
+  const bump = (name: string) => store.write((tx) => tx.run('UPDATE table_versions SET version = version + 1 WHERE name = ?', [name]));
+  return { store, cache, loads, bump, setNow: (ms: number) => (now = ms) };
 }
 
 describe('caller cache', () => {
-  it('reuses an entry while the counters stand still', () => {
-    const { cache, loads } = setup();
-    const first = cache.get('h1');
-    assert.equal(cache.get('h1'), first);
+  it('reuses an entry while the counters stand still', async () => {
+    const { cache, loads } = await setup();
+    const first = await cache.get('h1');
+    assert.equal(await cache.get('h1'), first);
     assert.deepEqual(loads, ['h1']);
     assert.ok(Object.isFrozen(first) && Object.isFrozen(first!.session) && Object.isFrozen(first!.identity));
   });
 
   for (const table of ['api_sessions', 'api_session_activity', 'identities', 'auth_policies']) {
-    it(`drops every entry when the ${table} counter moves`, () => {
-      const { cache, loads, bump } = setup();
-      cache.get('h1');
-      cache.get('h2');
-      bump(table);
-      cache.get('h1');
+    it(`drops every entry when the ${table} counter moves`, async () => {
+      const { cache, loads, bump } = await setup();
+      await cache.get('h1');
+      await cache.get('h2');
+      await bump(table);
+      await cache.get('h1');
       assert.deepEqual(loads, ['h1', 'h2', 'h1']);
       assert.equal(cache.size, 1);
     });
   }
 
-  it('is not affected by counters it does not depend on', () => {
-    const { cache, loads, bump } = setup();
-    cache.get('h1');
-    bump('services');
-    cache.get('h1');
+  it('is not affected by counters it does not depend on', async () => {
+    const { cache, loads, bump } = await setup();
+    await cache.get('h1');
+    await bump('services');
+    await cache.get('h1');
     assert.deepEqual(loads, ['h1']);
   });
 
-  it('holds at most maxEntries, dropping the oldest', () => {
-    const { cache, loads } = setup({ maxEntries: 2 });
-    cache.get('h1');
-    cache.get('h2');
-    cache.get('h3');
+  it('holds at most maxEntries, dropping the oldest', async () => {
+    const { cache, loads } = await setup({ maxEntries: 2 });
+    await cache.get('h1');
+    await cache.get('h2');
+    await cache.get('h3');
     assert.equal(cache.size, 2);
-    cache.get('h3');
-    cache.get('h2');
-    cache.get('h1');
+    await cache.get('h3');
+    await cache.get('h2');
+    await cache.get('h1');
     assert.deepEqual(loads, ['h1', 'h2', 'h3', 'h1']);
     assert.equal(cache.size, 2);
   });
 
-  it('never keeps unknown tokens or disabled identities', () => {
-    const { cache, loads } = setup({ disabled: new Set(['off']) });
-    assert.equal(cache.get('missing'), undefined);
-    assert.equal(cache.get('missing'), undefined);
-    assert.equal(cache.get('off')!.identity.disabled, true);
-    assert.equal(cache.get('off')!.identity.disabled, true);
+  it('never keeps unknown tokens or disabled identities', async () => {
+    const { cache, loads } = await setup({ disabled: new Set(['off']) });
+    assert.equal(await cache.get('missing'), undefined);
+    assert.equal(await cache.get('missing'), undefined);
+    assert.equal((await cache.get('off'))!.identity.disabled, true);
+    assert.equal((await cache.get('off'))!.identity.disabled, true);
     assert.deepEqual(loads, ['missing', 'missing', 'off', 'off']);
     assert.equal(cache.size, 0);
   });
 
-  it('reads again when the clock is earlier than when the entry was read', () => {
-    const { cache, loads, setNow } = setup();
-    cache.get('h1');
+  it('reads again when the clock is earlier than when the entry was read', async () => {
+    const { cache, loads, setNow } = await setup();
+    await cache.get('h1');
     setNow(999);
-    cache.get('h1');
+    await cache.get('h1');
     setNow(5_000);
-    cache.get('h1');
+    await cache.get('h1');
     assert.deepEqual(loads, ['h1', 'h1']);
   });
 });

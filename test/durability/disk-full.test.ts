@@ -1,7 +1,8 @@
 /**
  * The disk full: the controller's data dir on a small tmpfs, the space then taken by a filler file. Writes fail
  * with a clear 503 STORAGE_UNAVAILABLE and change nothing, reads go on, nothing crashes; when the space comes back
- * writes succeed again and the integrity check is clean. Needs root (mount), as CI has.
+ * writes succeed again and the integrity check is clean. Needs root (mount), as CI has. SQLite only: on PostgreSQL
+ * the data dir holds only the PKI, and the database's disk is the server's.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,20 +10,26 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTestController, uniqueName } from '../support/controller.ts';
+import { startTestController, testStore, uniqueName, type TestController } from '../support/controller.ts';
 import { assertError } from '../support/assertions.ts';
+import type { SqliteStore } from '../../src/store/sqlite-store.ts';
 
+const sqliteOnly = testStore() !== 'sqlite' && 'SQLite only: fills the disk under the SQLite file (on PostgreSQL the data dir holds only the PKI)';
 const mountPoint = mkdtempSync(join(tmpdir(), 'portcullis-diskfull-'));
-execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', mountPoint]);
-after(() => {
-  try {
-    execFileSync('umount', ['-l', mountPoint]);
-  } finally {
-    rmSync(mountPoint, { recursive: true, force: true });
-  }
-});
-
-const tc = await startTestController({ dataDir: join(mountPoint, 'data') });
+let tc!: TestController;
+if (!sqliteOnly) {
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', mountPoint]);
+  after(() => {
+    try {
+      execFileSync('umount', ['-l', mountPoint]);
+    } finally {
+      rmSync(mountPoint, { recursive: true, force: true });
+    }
+  });
+  tc = await startTestController({ dataDir: join(mountPoint, 'data') });
+} else {
+  rmSync(mountPoint, { recursive: true, force: true });
+}
 const filler = join(mountPoint, 'filler');
 
 /** Takes every free byte of the tmpfs. */
@@ -47,7 +54,7 @@ function fill(): void {
   }
 }
 
-describe('disk full', () => {
+describe('disk full', { skip: sqliteOnly }, () => {
   it('refuses writes with a clear error, keeps serving reads, and recovers when space returns', async () => {
     const before = (await tc.mgmt.get('/identities?limit=1')).body.meta.pagination.totalCount as number;
     fill();
@@ -88,7 +95,7 @@ describe('disk full', () => {
     }
     assert.equal(results.error, null);
     assert.deepEqual(results.results ?? [], []);
-    const quick = tc.controller.db.pragma('quick_check', { simple: true });
+    const quick = (tc.controller.store as SqliteStore).db.pragma('quick_check', { simple: true });
     assert.equal(quick, 'ok', 'SQLite finds the file sound');
   });
 });

@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../support/controller.ts';
+import { dropTestDatabase, freePort, testDatabaseArgs } from '../support/controller.ts';
 import { createClient, type HttpClient } from '../support/client.ts';
 import { mulberry32 } from '../support/prng.ts';
 
@@ -26,20 +26,23 @@ const random = mulberry32(0x5eed_9);
 let child: ChildProcess | undefined;
 let output = '';
 
-after(() => {
+after(async () => {
   try {
     if (child?.pid) process.kill(-child.pid, 'SIGKILL');
   } catch {
     // already gone
   }
   rmSync(dataDir, { recursive: true, force: true });
+  await dropTestDatabase(dataDir);
 });
 
 async function start(): Promise<void> {
   output = '';
+  // On PostgreSQL every start finds the same database again (testDatabaseArgs keeps one per data dir).
+  const database = await testDatabaseArgs(dataDir);
   child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/main.ts', '--workers', '2', '--data-dir', dataDir, '--address', '127.0.0.1', '--port', String(port), '--admin-password', ADMIN_PASSWORD, '--log-level', 'info'],
+    ['--import', 'tsx', 'src/main.ts', '--workers', '2', '--data-dir', dataDir, ...database, '--address', '127.0.0.1', '--port', String(port), '--admin-password', ADMIN_PASSWORD, '--log-level', 'info'],
     // Its own process group, so one signal reaches the primary and its workers at once.
     { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );

@@ -44,8 +44,8 @@ async function edgeRouterDetail(id: string): Promise<Record<string, any>> {
 }
 
 /** The change-feed operations recorded for one fabric event subject, in feed order. */
-function feedOps(kind: string, id: string): string[] {
-  return tc.controller.db.prepare('SELECT op FROM change_feed WHERE kind = ? AND entity_id = ? ORDER BY seq').pluck().all(kind, id) as string[];
+function feedOps(kind: string, id: string): Promise<string[]> {
+  return tc.controller.store.column<string>('SELECT op FROM change_feed WHERE kind = ? AND entity_id = ? ORDER BY seq', [kind, id]);
 }
 
 function isSuccess(result: { headers: Map<number, Buffer> }): boolean {
@@ -83,7 +83,7 @@ describe('control channel: admission', () => {
     await eventually(async () => (await edgeRouterDetail(router.id)).isOnline === false, 'the router shows offline after it disconnects');
     assert.equal((await edgeRouterDetail(router.id)).syncStatus, 'SYNC_UNKNOWN');
     // Every process sees the same events, in one order, on the change feed.
-    assert.deepEqual(feedOps('routerConnection', router.id), ['set', 'remove']);
+    assert.deepEqual(await feedOps('routerConnection', router.id), ['set', 'remove']);
   });
 
   it('echoes the group secret of a re-dial unchanged', async () => {
@@ -307,10 +307,10 @@ describe('control channel: edge sync', () => {
 
   it('keeps tokens sealed in the store', async () => {
     const user = await createClientUser(tc);
-    const row = tc.controller.db.prepare('SELECT token_hash, sealed_token FROM api_sessions WHERE id = ?').get(user.apiSessionId) as { token_hash: string; sealed_token: string };
+    const row = (await tc.controller.store.get<{ token_hash: string; sealed_token: string }>('SELECT token_hash, sealed_token FROM api_sessions WHERE id = ?', [user.apiSessionId]))!;
     const token = user.token;
     assert.ok(row.sealed_token && !row.sealed_token.includes(token));
-    assert.ok(!JSON.stringify(tc.controller.db.prepare('SELECT * FROM api_sessions WHERE id = ?').get(user.apiSessionId)).includes(token));
+    assert.ok(!JSON.stringify(await tc.controller.store.get('SELECT * FROM api_sessions WHERE id = ?', [user.apiSessionId])).includes(token));
   });
 });
 
@@ -399,7 +399,7 @@ describe('control channel: terminators and circuits', async () => {
 
     conn.send(message(CtrlContentType.Fault, encode('ctrl.Fault', { subject: 1, id: route.circuitId })));
     await eventually(async () => (await tc.mgmt.get(`/sessions/${dialSession.id}/route-path`)).body.data.routePath.length === 0, 'the circuit ends');
-    assert.deepEqual(feedOps('circuit', route.circuitId), ['set', 'remove']);
+    assert.deepEqual(await feedOps('circuit', route.circuitId), ['set', 'remove']);
 
     const seq = conn.send(message(CtrlContentType.RemoveTerminatorsRequest, encode('ctrl.RemoveTerminatorsRequest', { terminatorIds: ['term-1'] })));
     assert.ok(isSuccess(await conn.replyTo(seq)));
@@ -489,19 +489,20 @@ describe('control channel: reports and limits', () => {
     const router = await enrolledRouter(tc);
     const { conn } = await connectRouter(tc, router);
     const user = await createClientUser(tc);
-    const db = tc.controller.db;
-    const activityWrites = () => db.prepare("SELECT version FROM table_versions WHERE name = 'api_session_activity'").pluck().get() as number;
-    const stored = () => db.prepare('SELECT last_activity_at FROM api_sessions WHERE id = ?').pluck().get(user.apiSessionId) as string;
-    const before = stored();
+    const store = tc.controller.store;
+    const activityWrites = async () => Number(await store.value("SELECT version FROM table_versions WHERE name = 'api_session_activity'"));
+    const stored = async () => (await store.value<string>('SELECT last_activity_at FROM api_sessions WHERE id = ?', [user.apiSessionId]))!;
+    const before = await stored();
     await new Promise((r) => setTimeout(r, 5));
-    const writesBefore = activityWrites();
+    const writesBefore = await activityWrites();
     for (let i = 0; i < 50; i++) conn.send(message(EdgeContentType.ApiSessionHeartbeat, encode('edge.ApiSessionHeartbeat', { tokens: [user.token] })));
     const seq = conn.send(message(ChannelContentType.Ping));
     await conn.replyTo(seq);
     // A periodic flush may fall in between (one row per session active since the last); 50 heartbeats wrote nothing.
-    assert.ok(activityWrites() - writesBefore < 10, `${activityWrites() - writesBefore} activity rows written for 50 heartbeats`);
-    tc.controller.services.apiSessions.maintain();
-    assert.ok(stored() > before, 'the next batch stores the activity');
+    const written = (await activityWrites()) - writesBefore;
+    assert.ok(written < 10, `${written} activity rows written for 50 heartbeats`);
+    await tc.controller.services.apiSessions.maintain();
+    assert.ok((await stored()) > before, 'the next batch stores the activity');
     conn.close();
   });
 
@@ -517,7 +518,7 @@ describe('control channel: reports and limits', () => {
     );
     const seq = conn.send(message(ChannelContentType.Ping));
     assert.equal((await conn.replyTo(seq)).contentType, ChannelContentType.Result, 'the router is still served');
-    const rows = tc.controller.db.prepare('SELECT identity_id FROM identity_router_connections WHERE router_id = ?').pluck().all(router.id);
+    const rows = await tc.controller.store.column('SELECT identity_id FROM identity_router_connections WHERE router_id = ?', [router.id]);
     assert.deepEqual(rows, [user.id]);
     conn.close();
   });

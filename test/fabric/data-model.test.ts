@@ -112,7 +112,7 @@ describe('router data model over the control channel', () => {
       postureCheckRoles: [`#${tag}`],
     });
     const { model, conn } = await subscribedRouter();
-    assert.equal(model.timelineId, tc.controller.db.prepare("SELECT value FROM controller_facts WHERE key = 'instance-id'").pluck().get());
+    assert.equal(model.timelineId, await tc.controller.store.value("SELECT value FROM controller_facts WHERE key = 'instance-id'"));
     assert.ok(model.configs.has(config));
     assert.ok(model.configTypes.has(HOST_V1));
     assert.deepEqual((model.services.get(service) as { configs: string[] }).configs, [config]);

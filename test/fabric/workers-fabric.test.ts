@@ -12,8 +12,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
-import { freePort, uniqueName, type TestController } from '../support/controller.ts';
+import { dropTestDatabase, freePort, openSecondStore, testDatabaseUrl, uniqueName, type TestController } from '../support/controller.ts';
 import { createClient } from '../support/client.ts';
 import { connectRouter, enrolledRouter, eventually, type RouterCredentials, type TestRouterConnection } from '../support/test-router.ts';
 import { ChannelHeader, byteMapValue, message, readString, stringValue, uint32Value } from '../../src/fabric/channel/message.ts';
@@ -25,9 +24,11 @@ import { CreateCircuitV2RequestHeader, CreateCircuitV2ResponseHeader, RouteResul
 const ADMIN_PASSWORD = 'workers-fabric-admin';
 const dataDir = mkdtempSync(join(tmpdir(), 'portcullis-workers-fabric-'));
 const port = await freePort();
+const databaseUrl = await testDatabaseUrl(dataDir);
 const child = spawn(
   process.execPath,
-  ['--import', 'tsx', 'src/main.ts', '--workers', '2', '--data-dir', dataDir, '--address', '127.0.0.1', '--port', String(port), '--admin-password', ADMIN_PASSWORD, '--log-level', 'info'],
+  ['--import', 'tsx', 'src/main.ts', '--workers', '2', '--data-dir', dataDir, ...(databaseUrl ? ['--database-url', databaseUrl] : []), '--address', '127.0.0.1',
+    '--port', String(port), '--admin-password', ADMIN_PASSWORD, '--log-level', 'info'],
   { cwd: new URL('../../', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'pipe'] },
 );
 let output = '';
@@ -47,15 +48,19 @@ const login = await http.post('/edge/management/v1/authenticate?method=password'
 assert.equal(login.status, 200, login.text);
 const mgmt = createClient(`https://127.0.0.1:${port}/edge/management/v1`, ca, { token: login.body.data.token });
 const tc = { port, ca, http, mgmt } as unknown as TestController;
-const store = new Database(join(dataDir, 'portcullis.db'), { readonly: true });
-after(() => store.close());
+// The controller's store opened a second time, as another process would.
+const store = await openSecondStore({ dataDir, databaseUrl });
+after(async () => {
+  await store.close();
+  await dropTestDatabase(dataDir);
+});
 
-function ownerOf(routerId: string): string | undefined {
-  return (store.prepare('SELECT owner FROM router_connections WHERE router_id = ?').get(routerId) as { owner: string } | undefined)?.owner;
+async function ownerOf(routerId: string): Promise<string | undefined> {
+  return (await store.get<{ owner: string }>('SELECT owner FROM router_connections WHERE router_id = ?', [routerId]))?.owner;
 }
 
-function liveRowOf(routerId: string): { owner: string; connection_id: string } | undefined {
-  return store.prepare('SELECT owner, connection_id FROM router_connections WHERE router_id = ?').get(routerId) as { owner: string; connection_id: string } | undefined;
+function liveRowOf(routerId: string): Promise<{ owner: string; connection_id: string } | undefined> {
+  return store.get<{ owner: string; connection_id: string }>('SELECT owner, connection_id FROM router_connections WHERE router_id = ?', [routerId]);
 }
 
 /**
@@ -69,13 +74,13 @@ async function connectHeldBy(router: RouterCredentials, not?: string, replacing?
     const reply = message(EdgeContentType.ClientHello, encode('edge.ClientHello', { hostname: 'router.test', protocols: ['tls'], protocolPorts: ['3022'] }));
     reply.headers.set(ChannelHeader.ReplyFor, Buffer.from(Int32Array.of(hello.sequence).buffer));
     conn.send(reply);
-    await eventually(() => (liveRowOf(router.id)?.connection_id ?? replacing) !== replacing, 'the router is recorded');
-    if (not === undefined || ownerOf(router.id) !== not) {
+    await eventually(async () => ((await liveRowOf(router.id))?.connection_id ?? replacing) !== replacing, 'the router is recorded');
+    if (not === undefined || (await ownerOf(router.id)) !== not) {
       connections.push(conn);
       return conn;
     }
     conn.close();
-    await eventually(() => ownerOf(router.id) === undefined, 'the router is forgotten');
+    await eventually(async () => (await ownerOf(router.id)) === undefined, 'the router is forgotten');
   }
   assert.fail('every connection landed on the same worker');
 }
@@ -95,8 +100,8 @@ describe('fabric across worker processes', () => {
     const a = await enrolledRouter(tc);
     const b = await enrolledRouter(tc);
     const connA = await connectHeldBy(a);
-    const connB = await connectHeldBy(b, ownerOf(a.id));
-    assert.notEqual(ownerOf(a.id), ownerOf(b.id), 'the two routers are held by different workers');
+    const connB = await connectHeldBy(b, await ownerOf(a.id));
+    assert.notEqual(await ownerOf(a.id), await ownerOf(b.id), 'the two routers are held by different workers');
 
     // Each router hears of the other from its own worker.
     for (const [conn, peer] of [[connA, b], [connB, a]] as const) {
@@ -175,9 +180,9 @@ describe('fabric across worker processes', () => {
     let first = await connectHeldBy(router);
     // Round robin decides the worker: a connection that lands on the same one replaces the first there; try again.
     for (let i = 0; i < 8; i++) {
-      const before = liveRowOf(router.id)!;
+      const before = (await liveRowOf(router.id))!;
       const second = await connectHeldBy(router, undefined, before.connection_id);
-      const after = liveRowOf(router.id)!;
+      const after = (await liveRowOf(router.id))!;
       if (after.owner === before.owner) {
         await first.waitClosed();
         first = second;
@@ -187,17 +192,18 @@ describe('fabric across worker processes', () => {
       const disconnects = () => output.split('router disconnected').length;
       const disconnectsBefore = disconnects();
       const now = new Date().toISOString();
-      const writer = new Database(join(dataDir, 'portcullis.db'), { timeout: 5000 });
-      writer.prepare(
-        "INSERT INTO terminators (id, service_id, router_id, binding, address, created_at, updated_at, is_system) VALUES (?, ?, ?, 'edge', 'held', ?, ?, 1)",
-      ).run(`held-${router.id}`, service.body.data.id, router.id, now, now);
-      writer.close();
+      await store.write((tx) =>
+        tx.run(
+          "INSERT INTO terminators (id, service_id, router_id, binding, address, created_at, updated_at, is_system) VALUES (?, ?, ?, 'edge', 'held', ?, ?, 1)",
+          [`held-${router.id}`, service.body.data.id, router.id, now, now],
+        ),
+      );
       await first.waitClosed(5000);
       // The first worker forgot its connection, not the second's row.
       await eventually(() => output.includes('replaced by a newer connection of the same router (held by'), 'the first worker logs why');
-      assert.deepEqual(liveRowOf(router.id), after);
+      assert.deepEqual(await liveRowOf(router.id), after);
       await eventually(() => disconnects() > disconnectsBefore, 'the first worker handled the close');
-      assert.ok(store.prepare('SELECT 1 FROM terminators WHERE id = ?').get(`held-${router.id}`), 'the second connection keeps its terminator');
+      assert.ok(await store.get('SELECT 1 FROM terminators WHERE id = ?', [`held-${router.id}`]), 'the second connection keeps its terminator');
       const seq = second.send(message(1, Buffer.alloc(0)));
       assert.equal((await second.replyTo(seq)).contentType, 2, 'the second connection is served');
       return;
@@ -208,7 +214,7 @@ describe('fabric across worker processes', () => {
   it('a worker that dies leaves no live rows behind: a living worker drops them', async () => {
     const router = await enrolledRouter(tc);
     await connectHeldBy(router);
-    assert.ok(ownerOf(router.id), 'the router is held');
+    assert.ok(await ownerOf(router.id), 'the router is held');
     // Both workers die; the primary starts new ones, which never redo the start's work (clearing live rows):
     // the router's row goes only because the dead worker's rows are handed to a living one.
     const workers = execFileSync('ps', ['-o', 'pid=,comm=', '--ppid', String(child.pid)], { encoding: 'utf8' })
@@ -218,7 +224,7 @@ describe('fabric across worker processes', () => {
       .map(([pid]) => Number(pid));
     assert.equal(workers.length, 2, `two workers: ${workers.join(', ')}`);
     for (const pid of workers) process.kill(pid, 'SIGKILL');
-    await eventually(() => ownerOf(router.id) === undefined, 'the dead worker\'s router row is dropped', 30_000);
+    await eventually(async () => (await ownerOf(router.id)) === undefined, 'the dead worker\'s router row is dropped', 30_000);
     let isOnline: unknown;
     await eventually(async () => {
       const res = await mgmt.get(`/edge-routers/${router.id}`).catch(() => undefined);

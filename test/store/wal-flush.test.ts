@@ -9,22 +9,23 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FileHandle } from 'node:fs/promises';
-import { openDatabase, closeDatabase } from '../../src/store/database.ts';
+import { openSqliteStore } from '../../src/store/sqlite-store.ts';
 import { createWalFlusher } from '../../src/store/wal-flush.ts';
 
+/** A store without its own flusher, and a flusher (with the test's sync) on its write connection. */
 function setup(sync?: (file: FileHandle) => Promise<void>) {
   const dir = mkdtempSync(join(tmpdir(), 'wal-flush-'));
-  const db = openDatabase(join(dir, 'test.db'));
-  db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
-  const flusher = createWalFlusher(db, sync ? { sync } : {});
-  const write = () => db.prepare('INSERT INTO t (v) VALUES (?)').run('x');
+  const store = openSqliteStore(join(dir, 'test.db'), { flush: false });
+  store.db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
+  const flusher = createWalFlusher(store.db, sync ? { sync } : {});
+  const write = () => store.write((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['x']));
   return {
-    db,
+    store,
     flusher,
     write,
     async done() {
       await flusher.close();
-      closeDatabase(db);
+      await store.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -65,9 +66,10 @@ describe('WAL flusher', () => {
   it('has nothing to wait for when nothing was written, and flushes once something was', async () => {
     const t = setup();
     assert.equal(t.flusher.durable(), undefined);
-    t.db.prepare('SELECT COUNT(*) FROM t').get();
+    // Read on the connection the flusher watches (a transaction that only reads).
+    await t.store.write((tx) => tx.value('SELECT COUNT(*) FROM t'));
     assert.equal(t.flusher.durable(), undefined, 'a read is no write');
-    t.write();
+    await t.write();
     const wait = t.flusher.durable();
     assert.ok(wait);
     await wait;
@@ -79,14 +81,14 @@ describe('WAL flusher', () => {
   it('answers a write only after a flush that covers it; writers together share one flush', async () => {
     const { sync, gates } = gatedSync();
     const t = setup(sync);
-    t.write();
+    await t.write();
     const first = t.flusher.durable()!;
     await until(() => gates.length === 1, 'the first flush started');
     assert.equal(await state(first), 'pending', 'not answered before the disk has it');
     // Two writes while the first flush runs: both wait for the next flush, which they share.
-    t.write();
+    await t.write();
     const second = t.flusher.durable()!;
-    t.write();
+    await t.write();
     const third = t.flusher.durable()!;
     assert.equal(second, third);
     gates[0]!.release();
@@ -103,7 +105,7 @@ describe('WAL flusher', () => {
   it('fails the waiters of a failed flush; the next write flushes again', async () => {
     const { sync, gates } = gatedSync();
     const t = setup(sync);
-    t.write();
+    await t.write();
     const failing = t.flusher.durable()!;
     await until(() => gates.length === 1, 'the flush started');
     gates[0]!.fail(new Error('EIO'));

@@ -97,11 +97,11 @@ const defaultPrimary = {
 };
 
 /** Stores an auth policy (primary settings merged over the default policy's) and returns its id. */
-export function insertAuthPolicy(
+export async function insertAuthPolicy(
   tc: TestController,
   primary: { cert?: Partial<typeof defaultPrimary.cert>; extJwt?: Partial<typeof defaultPrimary.extJwt> } = {},
   secondary: { requireTotp?: boolean; requireExtJwtSigner?: string | null } = {},
-): string {
+): Promise<string> {
   const id = randomUUID();
   const settings = {
     ...defaultPrimary,
@@ -109,8 +109,15 @@ export function insertAuthPolicy(
     extJwt: { ...defaultPrimary.extJwt, ...primary.extJwt },
   };
   const now = new Date().toISOString();
-  tc.controller.db
-    .prepare('INSERT INTO auth_policies (id, name, primary_settings, secondary_settings, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)')
-    .run(id, `policy-${id}`, JSON.stringify(settings), JSON.stringify({ requireTotp: false, ...secondary }), now, now);
+  await tc.controller.store.write((tx) =>
+    tx.run('INSERT INTO auth_policies (id, name, primary_settings, secondary_settings, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)', [
+      id,
+      `policy-${id}`,
+      JSON.stringify(settings),
+      JSON.stringify({ requireTotp: false, ...secondary }),
+      now,
+      now,
+    ]),
+  );
   return id;
 }

@@ -48,7 +48,7 @@ export async function startTestPostgres(): Promise<TestPostgres> {
   const data = join(dir, 'data');
   run('initdb', ['-D', data, '-A', 'trust', '-U', 'portcullis', '--encoding=UTF8', '--locale=C.UTF-8', '--no-sync']);
   const port = await freePort();
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c shared_buffers=64MB`;
   run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', options, '-w', '-t', '60', 'start']);
   const admin = new pg.Client({ host: '127.0.0.1', port, user: 'portcullis', database: 'postgres' });
   await admin.connect();

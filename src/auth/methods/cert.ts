@@ -17,8 +17,7 @@
  * of the authenticator is carried into the new session (and announced in a response header).
  */
 import { ApiError } from '../../errors.ts';
-import type { Db } from '../../store/database.ts';
-import { prepare } from '../../store/entity-table.ts';
+import type { Store } from '../../store/store.ts';
 import {
   isValidAt,
   issuedBy,
@@ -36,7 +35,7 @@ import type { AuthPolicyReader } from '../auth-policy-reader.ts';
 import type { AuthMethod, AuthOutcome, AuthRequest } from './auth-method.ts';
 
 export interface CertMethodDeps {
-  db: Db;
+  store: Store;
   /** The controller's CA bundle (intermediate and root) as PEM. */
   caBundlePem: string;
   cas: CaService;
@@ -44,7 +43,9 @@ export interface CertMethodDeps {
   policies: AuthPolicyReader;
   clock?: Clock;
   /** Live API-session certificates: a leaf that names no authenticator may be one of them. */
-  sessionCertificates?: { identityFor(fingerprint: string, at: Date): { identityId: string; authenticatorId: string } | undefined };
+  sessionCertificates?: {
+    identityFor(fingerprint: string, at: Date): Promise<{ identityId: string; authenticatorId: string } | undefined> | { identityId: string; authenticatorId: string } | undefined;
+  };
 }
 
 interface CertAuthenticatorRow {
@@ -87,7 +88,7 @@ export function createCertMethod(deps: CertMethodDeps): AuthMethod {
       if (!resolvedToRoot) {
         if (verifyChain(leaf, { roots: bundle, intermediates })) improperClientCertChain = true;
         else {
-          thirdPartyCa = deps.cas.authPool().find((candidate) => verifyChain(leaf, { roots: [candidate.certificates[0]], intermediates }));
+          thirdPartyCa = (await deps.cas.authPool()).find((candidate) => verifyChain(leaf, { roots: [candidate.certificates[0]], intermediates }));
           if (!thirdPartyCa) throw refused();
           // A claim that yields nothing falls back to the fingerprint lookup, as upstream.
           if (thirdPartyCa.externalIdClaim) externalId = externalIdFrom(thirdPartyCa.externalIdClaim, leaf);
@@ -100,18 +101,18 @@ export function createCertMethod(deps: CertMethodDeps): AuthMethod {
       let isCertExtendRequested = false;
       let isCertKeyRollRequested = false;
       if (externalId !== undefined) {
-        const row = prepare(deps.db, 'SELECT id FROM identities WHERE external_id = ?').get(externalId) as { id: string } | undefined;
+        const row = await deps.store.get<{ id: string }>('SELECT id FROM identities WHERE external_id = ?', [externalId]);
         if (!row) throw refused();
         identityId = row.id;
         authenticatorId = 'internal';
       } else {
-        const row = prepare(
-          deps.db,
+        const row = await deps.store.get<CertAuthenticatorRow>(
           `SELECT id, identity_id, is_issued_by_network, cert_pem, last_auth_resolved_to_root, is_extend_requested, is_key_roll_requested
            FROM authenticators WHERE method = 'cert' AND fingerprint = ?`,
-        ).get(leaf.fingerprint) as CertAuthenticatorRow | undefined;
+          [leaf.fingerprint],
+        );
         // A leaf that names no authenticator may be a live API-session certificate of the identity.
-        const sessionOwner = row ? undefined : deps.sessionCertificates?.identityFor(leaf.fingerprint, clock.now());
+        const sessionOwner = row ? undefined : await deps.sessionCertificates?.identityFor(leaf.fingerprint, clock.now());
         if (!row && !sessionOwner) throw refused();
         if (sessionOwner) return finish(sessionOwner.identityId, sessionOwner.authenticatorId, { improperClientCertChain });
         if (!row) throw refused();
@@ -121,19 +122,17 @@ export function createCertMethod(deps: CertMethodDeps): AuthMethod {
         isCertExtendRequested = row.is_extend_requested === 1;
         isCertKeyRollRequested = row.is_key_roll_requested === 1;
         if (row.cert_pem === null || (row.last_auth_resolved_to_root === 1) !== resolvedToRoot) {
-          prepare(deps.db, 'UPDATE authenticators SET cert_pem = ?, last_auth_resolved_to_root = ? WHERE id = ?').run(
-            row.cert_pem ?? leaf.pem,
-            resolvedToRoot ? 1 : 0,
-            row.id,
+          await deps.store.write((tx) =>
+            tx.run('UPDATE authenticators SET cert_pem = ?, last_auth_resolved_to_root = ? WHERE id = ?', [row.cert_pem ?? leaf.pem, resolvedToRoot ? 1 : 0, row.id]),
           );
         }
       }
 
       return finish(identityId, authenticatorId, { isCertExtendable, improperClientCertChain, isCertExtendRequested, isCertKeyRollRequested });
 
-      function finish(identityId: string, authenticatorId: string, flags: Omit<AuthOutcome, 'identityId' | 'authenticatorId'>): AuthOutcome {
-        const identity = deps.identities.summary(identityId);
-        const policy = identity ? deps.policies.primary(identity.authPolicyId) : undefined;
+      async function finish(identityId: string, authenticatorId: string, flags: Omit<AuthOutcome, 'identityId' | 'authenticatorId'>): Promise<AuthOutcome> {
+        const identity = await deps.identities.summary(identityId);
+        const policy = identity ? await deps.policies.primary(identity.authPolicyId) : undefined;
         if (!identity || identity.disabled || !policy || !policy.cert.allowed) throw refused();
         if (thirdPartyCa && !covers(thirdPartyCa.trust, identity)) throw refused();
         if (!policy.cert.allowExpiredCerts && !isValidAt(leaf, clock.now())) throw refused();

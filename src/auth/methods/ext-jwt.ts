@@ -12,8 +12,7 @@
  */
 import { ApiError } from '../../errors.ts';
 import { covers } from '../rights.ts';
-import type { Db } from '../../store/database.ts';
-import { prepare } from '../../store/entity-table.ts';
+import type { Store } from '../../store/store.ts';
 import type { IdentityService } from '../../resources/identities/identity.service.ts';
 import type { AuthPolicyReader } from '../auth-policy-reader.ts';
 import type { AuthMethod, AuthRequest } from './auth-method.ts';
@@ -41,16 +40,16 @@ export function primaryChallenge(error: Outcome, signers: SignerRecord[]): strin
 }
 
 export function createExtJwtMethod(deps: {
-  db: Db;
+  store: Store;
   signers: SignerTokens;
   identities: IdentityService;
   policies: AuthPolicyReader;
 }): AuthMethod {
-  const { db, signers, identities, policies } = deps;
+  const { store, signers, identities, policies } = deps;
 
-  function identityFor(signer: SignerRecord, claimValue: string): string | undefined {
+  async function identityFor(signer: SignerRecord, claimValue: string): Promise<string | undefined> {
     if (!signer.useExternalId) return claimValue;
-    const row = prepare(db, 'SELECT id FROM identities WHERE external_id = ?').get(claimValue) as { id: string } | undefined;
+    const row = await store.get<{ id: string }>('SELECT id FROM identities WHERE external_id = ?', [claimValue]);
     return row?.id;
   }
 
@@ -63,7 +62,7 @@ export function createExtJwtMethod(deps: {
       let sawInvalid = false;
       for (const token of tokens) {
         const iss = signers.decode(token)?.claims.iss;
-        const signer = typeof iss === 'string' ? signers.byIssuer(iss) : undefined;
+        const signer = typeof iss === 'string' ? await signers.byIssuer(iss) : undefined;
         if (!signer || !signer.enabled) continue;
         let claims: Record<string, unknown>;
         try {
@@ -78,17 +77,17 @@ export function createExtJwtMethod(deps: {
           sawInvalid = true;
           continue;
         }
-        const identityId = identityFor(signer, claimValue);
-        const identity = identityId ? identities.summary(identityId) : undefined;
+        const identityId = await identityFor(signer, claimValue);
+        const identity = identityId ? await identities.summary(identityId) : undefined;
         // A signer logs in only identities whose rights are covered by whoever last set its keys and claims.
         if (!identity || identity.disabled || !covers(signer.trust, identity)) continue;
-        const policy = policies.primary(identity.authPolicyId || 'default');
+        const policy = await policies.primary(identity.authPolicyId || 'default');
         if (!policy || !policy.extJwt.allowed) continue;
         const allowed = policy.extJwt.allowedSigners ?? [];
         if (allowed.length > 0 && !allowed.includes(signer.id)) continue;
         return { identityId: identity.id, authenticatorId: `extJwtId:${signer.id}` };
       }
-      const enabled = signers.enabledSigners();
+      const enabled = await signers.enabledSigners();
       if (enabled.length === 0) throw new ApiError('UNAUTHORIZED');
       const outcome: Outcome = sawExpired ? 'expired' : sawInvalid ? 'invalid' : 'missing';
       throw new ApiError('UNAUTHORIZED', { headers: { 'WWW-Authenticate': primaryChallenge(outcome, enabled) } });

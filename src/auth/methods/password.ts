@@ -11,9 +11,7 @@
  */
 import { ApiError } from '../../errors.ts';
 import { decoyHash, verifyPassword } from '../password-hash.ts';
-import type { Db } from '../../store/database.ts';
-import { prepare } from '../../store/entity-table.ts';
-import { withTransaction } from '../../store/transaction.ts';
+import type { Store } from '../../store/store.ts';
 import { systemClock, type Clock } from '../../resources/entity-service.ts';
 import type { AuthenticatorService } from '../../resources/authenticators/authenticator.service.ts';
 import type { IdentityService } from '../../resources/identities/identity.service.ts';
@@ -25,27 +23,28 @@ export function createPasswordMethod(deps: {
   identities: IdentityService;
   policies: AuthPolicyReader;
   /** Where failed attempts are counted; without it there is no lockout. */
-  db?: Db;
+  store?: Store;
   clock?: Clock;
 }): AuthMethod {
   const clock = deps.clock ?? systemClock;
 
-  function recordFailure(db: Db, authenticatorId: string, identityId: string, updb: PrimarySettings['updb']): void {
-    withTransaction(db, (tx) => {
-      const row = prepare(tx.db, 'UPDATE authenticators SET failed_attempts = failed_attempts + 1 WHERE id = ? RETURNING failed_attempts').get(
-        authenticatorId,
-      ) as { failed_attempts: number } | undefined;
+  async function recordFailure(store: Store, authenticatorId: string, identityId: string, updb: PrimarySettings['updb']): Promise<void> {
+    await store.write(async (tx) => {
+      const row = await tx.get<{ failed_attempts: number }>(
+        'UPDATE authenticators SET failed_attempts = failed_attempts + 1 WHERE id = ? RETURNING failed_attempts',
+        [authenticatorId],
+      );
       if (!row || updb.maxAttempts <= 0 || row.failed_attempts < updb.maxAttempts) return;
       const now = clock.now();
       const until = updb.lockoutDurationMinutes > 0 ? new Date(now.getTime() + updb.lockoutDurationMinutes * 60_000).toISOString() : null;
-      prepare(tx.db, 'UPDATE identities SET disabled_at = ?, disabled_until = ?, updated_at = ? WHERE id = ?').run(
+      await tx.run('UPDATE identities SET disabled_at = ?, disabled_until = ?, updated_at = ? WHERE id = ?', [
         now.toISOString(),
         until,
         now.toISOString(),
         identityId,
-      );
-      prepare(tx.db, 'DELETE FROM api_sessions WHERE identity_id = ?').run(identityId);
-      prepare(tx.db, 'UPDATE authenticators SET failed_attempts = 0 WHERE id = ?').run(authenticatorId);
+      ]);
+      await tx.run('DELETE FROM api_sessions WHERE identity_id = ?', [identityId]);
+      await tx.run('UPDATE authenticators SET failed_attempts = 0 WHERE id = ?', [authenticatorId]);
     });
   }
 
@@ -56,21 +55,21 @@ export function createPasswordMethod(deps: {
       if (typeof username !== 'string' || typeof password !== 'string' || username === '' || password === '') {
         throw new ApiError('COULD_NOT_VALIDATE', { cause: { code: 'UNHANDLED', message: 'username and password fields are required' } });
       }
-      const authenticator = deps.authenticators.findUpdbByUsername(username);
+      const authenticator = await deps.authenticators.findUpdbByUsername(username);
       if (!authenticator) {
         await verifyPassword(await decoyHash(), password);
         throw new ApiError('INVALID_AUTH');
       }
-      const identity = deps.identities.summary(authenticator.identityId as string);
-      const policy = identity ? deps.policies.primary(identity.authPolicyId) : undefined;
+      const identity = await deps.identities.summary(authenticator.identityId as string);
+      const policy = identity ? await deps.policies.primary(identity.authPolicyId) : undefined;
       const passwordOk = await verifyPassword(authenticator.passwordHash as string, password);
       if (!identity || identity.disabled || !policy || !policy.updb.allowed) throw new ApiError('INVALID_AUTH');
       const authenticatorId = authenticator.id as string;
       if (!passwordOk) {
-        if (deps.db) recordFailure(deps.db, authenticatorId, identity.id, policy.updb);
+        if (deps.store) await recordFailure(deps.store, authenticatorId, identity.id, policy.updb);
         throw new ApiError('INVALID_AUTH');
       }
-      if (deps.db) prepare(deps.db, 'UPDATE authenticators SET failed_attempts = 0 WHERE id = ? AND failed_attempts <> 0').run(authenticatorId);
+      if (deps.store) await deps.store.write((tx) => tx.run('UPDATE authenticators SET failed_attempts = 0 WHERE id = ? AND failed_attempts <> 0', [authenticatorId]));
       return { identityId: identity.id, authenticatorId };
     },
   };

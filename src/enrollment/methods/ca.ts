@@ -13,9 +13,8 @@
 import { mayCreateIdentities } from '../../auth/rights.ts';
 import { ApiError } from '../../errors.ts';
 import { newShortId } from '../../ids.ts';
-import { prepare, insertEntity } from '../../store/entity-table.ts';
-import { withTransaction } from '../../store/transaction.ts';
-import type { Db } from '../../store/database.ts';
+import { insertEntity } from '../../store/entity-table.ts';
+import type { Sql, Store } from '../../store/store.ts';
 import { isoNow, systemClock, valuesFromBody, type Clock } from '../../resources/entity-service.ts';
 import { identityResource } from '../../resources/identities/identity.resource.ts';
 import { normalizeRoleAttributes, type AccessService } from '../../access/access.service.ts';
@@ -26,7 +25,7 @@ import type { EnrollInput, EnrollMethod } from '../enroll-method.ts';
 import { assertCertificateUnused, chainToCa, insertCaAuthenticator, presentedChain } from './third-party-ca.ts';
 
 export interface CaEnrollDeps {
-  db: Db;
+  store: Store;
   cas: CaService;
   access: AccessService;
   clock?: Clock;
@@ -45,15 +44,14 @@ export function formatIdentityName(format: string, values: { caName: string; caI
 export function createCaEnrollMethod(deps: CaEnrollDeps): EnrollMethod {
   const clock = deps.clock ?? systemClock;
 
-  function firstValidatingCa(chain: ParsedCertificate[]): TrustedCa | undefined {
+  async function firstValidatingCa(chain: ParsedCertificate[]): Promise<TrustedCa | undefined> {
     const now = clock.now();
-    return deps.cas.autoEnrollmentPool().find((ca) => chainToCa(chain, ca, now) !== undefined);
+    return (await deps.cas.autoEnrollmentPool()).find((ca) => chainToCa(chain, ca, now) !== undefined);
   }
 
-  function uniqueName(db: Db, base: string): string {
-    const exists = prepare(db, 'SELECT 1 FROM identities WHERE name = ?');
+  async function uniqueName(q: Sql, base: string): Promise<string> {
     let name = base;
-    for (let counter = 1; exists.get(name); counter++) name = base + String(counter).padStart(6, '0');
+    for (let counter = 1; await q.get('SELECT 1 FROM identities WHERE name = ?', [name]); counter++) name = base + String(counter).padStart(6, '0');
     return name;
   }
 
@@ -61,9 +59,9 @@ export function createCaEnrollMethod(deps: CaEnrollDeps): EnrollMethod {
     name: 'ca',
     usesToken: false,
     async enroll(input: EnrollInput) {
-      if (deps.cas.count() === 0) throw new ApiError('ENROLLMENT_NO_VALID_CAS');
+      if ((await deps.cas.count()) === 0) throw new ApiError('ENROLLMENT_NO_VALID_CAS');
       const chain = presentedChain(input.peerCertificates);
-      const ca = chain ? firstValidatingCa(chain) : undefined;
+      const ca = chain ? await firstValidatingCa(chain) : undefined;
       if (!chain || !ca) throw new ApiError('CERT_FAILED_VALIDATION');
       // Auto enrollment creates an identity with the CA's roles: only a CA last set by a caller who may create identities does it.
       if (!mayCreateIdentities(ca.trust)) {
@@ -81,27 +79,27 @@ export function createCaEnrollMethod(deps: CaEnrollDeps): EnrollMethod {
         caName: ca.name, caId: ca.id, commonName: leaf.commonName ?? '', requestedName, identityId,
       });
 
-      withTransaction(deps.db, (tx) => {
+      await deps.store.write(async (tx) => {
         if (externalId !== undefined) {
-          if (prepare(tx.db, 'SELECT 1 FROM identities WHERE external_id = ?').get(externalId)) {
+          if (await tx.get('SELECT 1 FROM identities WHERE external_id = ?', [externalId])) {
             throw new ApiError('ENROLLMENT_IDENTITY_ALREADY_ENROLLED', { cause: { code: 'UNHANDLED', message: 'an identity with this externalId already exists' } });
           }
         } else {
-          assertCertificateUnused(tx.db, leaf.fingerprint, false);
+          await assertCertificateUnused(tx, leaf.fingerprint, false);
         }
         const now = isoNow(clock);
         const roleAttributes = normalizeRoleAttributes(ca.identityRoles, { checkPrefix: false });
         const values = {
-          ...valuesFromBody(identityResource, { name: uniqueName(tx.db, baseName), isAdmin: false, roleAttributes, externalId }, 'create'),
+          ...valuesFromBody(identityResource, { name: await uniqueName(tx, baseName), isAdmin: false, roleAttributes, externalId }, 'create'),
           id: identityId,
           type: 'Default',
           createdAt: now,
           updatedAt: now,
         };
-        insertEntity(tx, identityResource.decl, values);
-        deps.access.entityChanged(tx, 'identity', identityId, roleAttributes);
+        await insertEntity(tx, identityResource.decl, values);
+        await deps.access.entityChanged(tx, 'identity', identityId, roleAttributes);
         if (externalId === undefined) {
-          insertCaAuthenticator(tx, { identityId, caId: ca.id, certPem: leaf.pem, fingerprint: leaf.fingerprint, now });
+          await insertCaAuthenticator(tx, { identityId, caId: ca.id, certPem: leaf.pem, fingerprint: leaf.fingerprint, now });
         }
       });
       return {};

@@ -8,15 +8,13 @@
 import { ApiError } from '../../errors.ts';
 import { parseCsr } from '../../pki/csr.ts';
 import type { Issuer } from '../../pki/issue-certificate.ts';
-import type { Db } from '../../store/database.ts';
-import { prepare } from '../../store/entity-table.ts';
-import { withTransaction } from '../../store/transaction.ts';
+import type { Store } from '../../store/store.ts';
 import { isoNow, systemClock, type Clock } from '../../resources/entity-service.ts';
 import { assertNoAuthenticator, consumeEnrollment, insertIssuedCertAuthenticator } from '../enrollment-store.ts';
 import type { EnrollInput, EnrollMethod } from '../enroll-method.ts';
 
 export interface OttEnrollDeps {
-  db: Db;
+  store: Store;
   pki: { issuer: Issuer };
   clock?: Clock;
 }
@@ -30,18 +28,18 @@ export function createOttEnrollMethod(deps: OttEnrollDeps): EnrollMethod {
       const enrollment = input.enrollment;
       if (!enrollment || enrollment.method !== 'ott' || !enrollment.identityId) throw new ApiError('INVALID_ENROLLMENT_TOKEN');
       const identityId = enrollment.identityId;
-      if (!prepare(deps.db, 'SELECT 1 FROM identities WHERE id = ?').get(identityId)) throw new ApiError('INVALID_ENROLLMENT_TOKEN');
+      if (!(await deps.store.get('SELECT 1 FROM identities WHERE id = ?', [identityId]))) throw new ApiError('INVALID_ENROLLMENT_TOKEN');
       const csrPem = input.body.clientCsr;
       if (typeof csrPem !== 'string' || csrPem.trim() === '') {
         throw new ApiError('COULD_NOT_PROCESS_CSR', { cause: { code: 'UNHANDLED', message: 'no CSR was supplied' } });
       }
       const csr = await parseCsr(csrPem);
       const issued = await deps.pki.issuer.issueClientCertificate(csr, { now: clock.now() });
-      withTransaction(deps.db, (tx) => {
-        consumeEnrollment(tx.db, enrollment);
-        assertNoAuthenticator(tx.db, identityId, 'cert');
+      await deps.store.write(async (tx) => {
+        await consumeEnrollment(tx, enrollment);
+        await assertNoAuthenticator(tx, identityId, 'cert');
         const now = isoNow(clock);
-        insertIssuedCertAuthenticator(tx, identityId, issued, now);
+        await insertIssuedCertAuthenticator(tx, identityId, issued, now);
       });
       return { cert: issued.chainPem };
     },

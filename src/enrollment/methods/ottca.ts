@@ -9,15 +9,14 @@
 import { covers } from '../../auth/rights.ts';
 import { identityRights } from '../../resources/identities/identity-rights.ts';
 import { ApiError } from '../../errors.ts';
-import { withTransaction } from '../../store/transaction.ts';
-import type { Db } from '../../store/database.ts';
+import type { Store } from '../../store/store.ts';
 import { isoNow, systemClock, type Clock } from '../../resources/entity-service.ts';
 import type { CaService } from '../../resources/cas/ca.service.ts';
 import { consumeEnrollment } from '../enrollment-store.ts';
 import type { EnrollInput, EnrollMethod } from '../enroll-method.ts';
 import { assertCertificateUnused, chainToCa, insertCaAuthenticator, presentedChain } from './third-party-ca.ts';
 
-export function createOttcaEnrollMethod(deps: { db: Db; cas: CaService; clock?: Clock }): EnrollMethod {
+export function createOttcaEnrollMethod(deps: { store: Store; cas: CaService; clock?: Clock }): EnrollMethod {
   const clock = deps.clock ?? systemClock;
   return {
     name: 'ottca',
@@ -25,7 +24,7 @@ export function createOttcaEnrollMethod(deps: { db: Db; cas: CaService; clock?: 
     async enroll(input: EnrollInput) {
       const enrollment = input.enrollment;
       if (!enrollment || !enrollment.identityId || !enrollment.caId) throw new ApiError('INVALID_ENROLLMENT_TOKEN');
-      const ca = deps.cas.findTrusted(enrollment.caId);
+      const ca = await deps.cas.findTrusted(enrollment.caId);
       if (!ca) throw new ApiError('INVALID_ENROLLMENT_TOKEN');
       if (!ca.isOttCaEnrollmentEnabled || !ca.isVerified) {
         throw new ApiError('ENROLLMENT_CA_NOT_VALID', {
@@ -33,17 +32,17 @@ export function createOttcaEnrollMethod(deps: { db: Db; cas: CaService; clock?: 
         });
       }
       // The CA's key holder becomes the identity: only a CA whose stamped rights cover the identity enrolls it.
-      if (!identityRights(deps.db, enrollment.identityId).every((owner) => covers(ca.trust, owner))) {
+      if (!(await identityRights(deps.store, enrollment.identityId)).every((owner) => covers(ca.trust, owner))) {
         throw new ApiError('ENROLLMENT_CA_NOT_VALID', { cause: { code: 'UNHANDLED', message: 'the CA was last changed by a caller without the rights of this identity' } });
       }
       const chain = presentedChain(input.peerCertificates);
       const verified = chain ? chainToCa(chain, ca, clock.now()) : undefined;
       if (!chain || !verified) throw new ApiError('CERTIFICATE_FAILED_VALIDATION');
       const leaf = chain[0];
-      withTransaction(deps.db, (tx) => {
-        assertCertificateUnused(tx.db, leaf.fingerprint, true);
-        consumeEnrollment(tx.db, enrollment);
-        insertCaAuthenticator(tx, {
+      await deps.store.write(async (tx) => {
+        await assertCertificateUnused(tx, leaf.fingerprint, true);
+        await consumeEnrollment(tx, enrollment);
+        await insertCaAuthenticator(tx, {
           identityId: enrollment.identityId!,
           caId: ca.id,
           // The verified chain up to and including the CA, each PEM followed by an empty line (as upstream).

@@ -22,14 +22,12 @@ import { ApiError, fieldError } from '../../errors.ts';
 import { parseCsr, type ParsedCsr } from '../../pki/csr.ts';
 import { sha1Fingerprint } from '../../pki/fingerprint.ts';
 import type { IssuedCertificate, Issuer } from '../../pki/issue-certificate.ts';
-import { prepare } from '../../store/entity-table.ts';
-import { withTransaction } from '../../store/transaction.ts';
-import type { Db } from '../../store/database.ts';
+import type { Store, Tx } from '../../store/store.ts';
 import { isoNow, systemClock, type Clock } from '../../resources/entity-service.ts';
 import type { EnrollInput, EnrollMethod, EnrollmentRow } from '../enroll-method.ts';
 
 export interface RouterEnrollDeps {
-  db: Db;
+  store: Store;
   pki: {
     issuer: Issuer;
     /** The well-known CA bundle, one PEM per certificate (enrollment.md §5). */
@@ -50,14 +48,14 @@ interface RouterCertificates {
 
 /** The `erott`, `trott` and `extend-router` methods, ready to push into the controller's enroll methods. */
 export function createRouterEnrollMethods(deps: RouterEnrollDeps): EnrollMethod[] {
-  const { db, pki } = deps;
+  const { store, pki } = deps;
   const clock = deps.clock ?? systemClock;
 
   /** The `ca` of router enroll responses: every bundle certificate, each preceded by a newline (as upstream). */
   const caField = pki.caCertPems.map((pem) => `\n${pem}`).join('');
 
-  function routerOf(id: string): RouterRow | undefined {
-    const row = prepare(db, 'SELECT id, is_edge FROM routers WHERE id = ?').get(id) as { id: string; is_edge: number } | undefined;
+  async function routerOf(id: string): Promise<RouterRow | undefined> {
+    const row = await store.get<{ id: string; is_edge: number }>('SELECT id, is_edge FROM routers WHERE id = ?', [id]);
     return row ? { id: row.id, isEdge: row.is_edge === 1 } : undefined;
   }
 
@@ -82,21 +80,21 @@ export function createRouterEnrollMethods(deps: RouterEnrollDeps): EnrollMethod[
       usesToken: true,
       async enroll(input: EnrollInput) {
         const enrollment = input.enrollment;
-        const router = enrollment?.routerId ? routerOf(enrollment.routerId) : undefined;
+        const router = enrollment?.routerId ? await routerOf(enrollment.routerId) : undefined;
         if (!enrollment || !router || enrollment.method !== name || router.isEdge !== edge) throw new ApiError('INVALID_ENROLLMENT_TOKEN');
         const clientPem = nonEmpty(input.body.certCsr) ?? nonEmpty(input.body.clientCsr);
         const serverPem = nonEmpty(input.body.serverCertCsr);
         if (clientPem === undefined || serverPem === undefined) throw new ApiError('MISSING_OR_INVALID_CSR');
 
         const certs = await issuePair(router.id, clientPem, serverPem, !edge);
-        withTransaction(db, (tx) => {
-          consume(tx.db, enrollment);
-          prepare(tx.db, 'UPDATE routers SET fingerprint = ?, cert_pem = ?, is_verified = 1, updated_at = ? WHERE id = ?').run(
+        await store.write(async (tx) => {
+          await consume(tx, enrollment);
+          await tx.run('UPDATE routers SET fingerprint = ?, cert_pem = ?, is_verified = 1, updated_at = ? WHERE id = ?', [
             certs.client.fingerprint,
             certs.client.chainPem,
             isoNow(clock),
             router.id,
-          );
+          ]);
         });
         return { cert: certs.client.chainPem, serverCert: certs.server.chainPem, ca: caField };
       },
@@ -114,18 +112,18 @@ export function createRouterEnrollMethods(deps: RouterEnrollDeps): EnrollMethod[
       if (typeof serverPem !== 'string') throw fieldError('serverCertCsr', 'is required', serverPem ?? null);
 
       const presented = presentedRouterFingerprint(input.peerCertificates);
-      const router = presented === undefined ? undefined : routerByFingerprint(presented);
+      const router = presented === undefined ? undefined : await routerByFingerprint(presented);
       if (!router || presented === undefined) throw new ApiError('UNAUTHORIZED');
 
       const certs = await issuePair(router.id, clientPem, serverPem, false);
-      withTransaction(db, (tx) => {
-        const changed = prepare(tx.db, 'UPDATE routers SET fingerprint = ?, cert_pem = ?, updated_at = ? WHERE id = ? AND fingerprint = ?').run(
+      await store.write(async (tx) => {
+        const changed = await tx.run('UPDATE routers SET fingerprint = ?, cert_pem = ?, updated_at = ? WHERE id = ? AND fingerprint = ?', [
           certs.client.fingerprint,
           certs.client.chainPem,
           isoNow(clock),
           router.id,
           presented,
-        );
+        ]);
         // Another extension (or a re-enroll) replaced the certificate since we looked: it no longer identifies the router.
         if (changed.changes !== 1) throw new ApiError('UNAUTHORIZED');
       });
@@ -134,10 +132,10 @@ export function createRouterEnrollMethods(deps: RouterEnrollDeps): EnrollMethod[
   };
 
   /** Edge routers first, then transit routers, as upstream looks them up. */
-  function routerByFingerprint(fingerprint: string): RouterRow | undefined {
-    const row = prepare(db, 'SELECT id, is_edge FROM routers WHERE fingerprint = ? ORDER BY is_edge DESC, id LIMIT 1').get(fingerprint) as
-      | { id: string; is_edge: number }
-      | undefined;
+  async function routerByFingerprint(fingerprint: string): Promise<RouterRow | undefined> {
+    const row = await store.get<{ id: string; is_edge: number }>('SELECT id, is_edge FROM routers WHERE fingerprint = ? ORDER BY is_edge DESC, id LIMIT 1', [
+      fingerprint,
+    ]);
     return row ? { id: row.id, isEdge: row.is_edge === 1 } : undefined;
   }
 
@@ -145,8 +143,8 @@ export function createRouterEnrollMethods(deps: RouterEnrollDeps): EnrollMethod[
 }
 
 /** Deletes the enrollment; when it is already gone another request used the token first. */
-function consume(db: Db, enrollment: EnrollmentRow): void {
-  const deleted = prepare(db, 'DELETE FROM enrollments WHERE id = ? AND token = ?').run(enrollment.id, enrollment.token);
+async function consume(tx: Tx, enrollment: EnrollmentRow): Promise<void> {
+  const deleted = await tx.run('DELETE FROM enrollments WHERE id = ? AND token = ?', [enrollment.id, enrollment.token]);
   if (deleted.changes !== 1) throw new ApiError('INVALID_ENROLLMENT_TOKEN');
 }
 

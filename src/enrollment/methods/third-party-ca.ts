@@ -7,9 +7,7 @@ import type { PeerCertificate } from 'node:tls';
 import { ApiError } from '../../errors.ts';
 import { readPeerCertificates, verifyChain, type ParsedCertificate } from '../../pki/certificate-chain.ts';
 import { newEntityId } from '../../ids.ts';
-import { prepare } from '../../store/entity-table.ts';
-import type { Tx } from '../../store/transaction.ts';
-import type { Db } from '../../store/database.ts';
+import type { Sql, Tx } from '../../store/store.ts';
 import type { TrustedCa } from '../../resources/cas/ca.service.ts';
 
 /** The presented chain, leaf first; undefined when no (readable) certificate was presented. */
@@ -32,8 +30,8 @@ export function chainToCa(chain: ParsedCertificate[], ca: TrustedCa, now: Date):
 }
 
 /** 409 CERT_IN_USE when the fingerprint already identifies an authenticator (current or pending). */
-export function assertCertificateUnused(db: Db, fingerprint: string, withData: boolean): void {
-  const used = prepare(db, 'SELECT 1 FROM authenticators WHERE fingerprint = ? OR unverified_fingerprint = ?').get(fingerprint, fingerprint);
+export async function assertCertificateUnused(q: Sql, fingerprint: string, withData: boolean): Promise<void> {
+  const used = await q.get('SELECT 1 FROM authenticators WHERE fingerprint = ? OR unverified_fingerprint = ?', [fingerprint, fingerprint]);
   if (used) {
     throw new ApiError('CERT_IN_USE', withData ? { cause: { message: 'the certificate is already in use', data: { fingerprint } } } : {});
   }
@@ -48,12 +46,12 @@ export interface NewCertAuthenticator {
 }
 
 /** Inserts a `cert` authenticator issued outside the network (isIssuedByNetwork false), tied to its CA. */
-export function insertCaAuthenticator(tx: Tx, a: NewCertAuthenticator): string {
+export async function insertCaAuthenticator(tx: Tx, a: NewCertAuthenticator): Promise<string> {
   const id = newEntityId();
-  prepare(
-    tx.db,
+  await tx.run(
     `INSERT INTO authenticators (id, identity_id, method, cert_pem, fingerprint, is_issued_by_network, ca_id, created_at, updated_at)
      VALUES (?, ?, 'cert', ?, ?, 0, ?, ?, ?)`,
-  ).run(id, a.identityId, a.certPem, a.fingerprint, a.caId, a.now, a.now);
+    [id, a.identityId, a.certPem, a.fingerprint, a.caId, a.now, a.now],
+  );
   return id;
 }

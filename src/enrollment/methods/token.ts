@@ -22,9 +22,8 @@ import { ApiError } from '../../errors.ts';
 import { newShortId } from '../../ids.ts';
 import { parseCsr } from '../../pki/csr.ts';
 import type { IssuedCertificate, Issuer } from '../../pki/issue-certificate.ts';
-import type { Db } from '../../store/database.ts';
-import { insertEntity, prepare } from '../../store/entity-table.ts';
-import { withTransaction } from '../../store/transaction.ts';
+import type { Store } from '../../store/store.ts';
+import { insertEntity } from '../../store/entity-table.ts';
 import { isoNow, systemClock, valuesFromBody, type Clock } from '../../resources/entity-service.ts';
 import { identityResource } from '../../resources/identities/identity.resource.ts';
 import { normalizeRoleAttributes, type AccessService } from '../../access/access.service.ts';
@@ -41,7 +40,7 @@ import { insertIssuedCertAuthenticator } from '../enrollment-store.ts';
 export const TOKEN_ISSUER_HEADER = 'ziti-token-issuer-id';
 
 export interface TokenEnrollDeps {
-  db: Db;
+  store: Store;
   access: AccessService;
   signers: SignerTokens;
   pki: { issuer: Issuer; caCertPems: readonly string[] };
@@ -69,7 +68,7 @@ interface PolicySettings {
 }
 
 export function createTokenEnrollMethod(deps: TokenEnrollDeps): EnrollMethod {
-  const { db, access, signers, pki } = deps;
+  const { store, access, signers, pki } = deps;
   const clock = deps.clock ?? systemClock;
   const caField = pki.caCertPems.map((pem) => `\n${pem}`).join('');
 
@@ -103,7 +102,7 @@ export function createTokenEnrollMethod(deps: TokenEnrollDeps): EnrollMethod {
     const tokens = bearerTokens(headers, Number.MAX_SAFE_INTEGER);
     const issuerId = headerValue(headers, TOKEN_ISSUER_HEADER);
     if (issuerId !== undefined) {
-      const signer = signers.byId(issuerId);
+      const signer = await signers.byId(issuerId);
       if (!signer || !signer.enabled) throw invalidToken();
       for (const token of tokens) {
         const verified = await verifiedWith(signer, token);
@@ -114,7 +113,7 @@ export function createTokenEnrollMethod(deps: TokenEnrollDeps): EnrollMethod {
     for (const token of tokens) {
       if (!looksLikeJwt(token)) continue;
       const iss = signers.decode(token)?.claims.iss;
-      const signer = typeof iss === 'string' ? signers.byIssuer(iss) : undefined;
+      const signer = typeof iss === 'string' ? await signers.byIssuer(iss) : undefined;
       if (!signer || !signer.enabled) continue;
       const verified = await verifiedWith(signer, token);
       if (verified) return verified;
@@ -122,12 +121,12 @@ export function createTokenEnrollMethod(deps: TokenEnrollDeps): EnrollMethod {
     throw invalidToken();
   }
 
-  function existingByExternalId(externalId: string): boolean {
-    return prepare(db, 'SELECT 1 FROM identities WHERE external_id = ?').get(externalId) !== undefined;
+  async function existingByExternalId(externalId: string): Promise<boolean> {
+    return (await store.get('SELECT 1 FROM identities WHERE external_id = ?', [externalId])) !== undefined;
   }
 
-  function policySettings(id: string): PolicySettings {
-    const row = prepare(db, 'SELECT primary_settings FROM auth_policies WHERE id = ?').get(id) as { primary_settings: string } | undefined;
+  async function policySettings(id: string): Promise<PolicySettings> {
+    const row = await store.get<{ primary_settings: string }>('SELECT primary_settings FROM auth_policies WHERE id = ?', [id]);
     if (!row) throw new ApiError('UNHANDLED', { cause: { code: 'UNHANDLED', message: 'could not read auth policy' } });
     return JSON.parse(row.primary_settings) as PolicySettings;
   }
@@ -138,7 +137,7 @@ export function createTokenEnrollMethod(deps: TokenEnrollDeps): EnrollMethod {
     async enroll(input: EnrollInput) {
       const verified = await verifyToken(input.headers);
       const { signer } = verified;
-      if (existingByExternalId(verified.externalId)) throw new ApiError('ENROLLMENT_IDENTITY_ALREADY_ENROLLED');
+      if (await existingByExternalId(verified.externalId)) throw new ApiError('ENROLLMENT_IDENTITY_ALREADY_ENROLLED');
 
       const csrPem = typeof input.body.clientCsr === 'string' ? input.body.clientCsr : '';
       const toCert = csrPem.trim() !== '';
@@ -148,7 +147,7 @@ export function createTokenEnrollMethod(deps: TokenEnrollDeps): EnrollMethod {
       if (!mayCreateIdentities(signer.trust)) throw notAllowed(`the token issuer ${signer.name} was last changed by a caller who may not create identities`);
 
       const policyId = signer.enrollAuthPolicyId || 'default';
-      const policy = policySettings(policyId);
+      const policy = await policySettings(policyId);
       if (toCert && policy.cert?.allowed === false) throw notAllowed(`auth policy ${policyId} does not allow certificate authentication`);
       if (!toCert) {
         if (policy.extJwt?.allowed === false) throw notAllowed(`auth policy ${policyId} does not allow ext-jwt authentication`);
@@ -164,8 +163,8 @@ export function createTokenEnrollMethod(deps: TokenEnrollDeps): EnrollMethod {
       const roleAttributes = normalizeRoleAttributes(verified.roleAttributes, { checkPrefix: false });
       const now = isoNow(clock);
       const identityId = newShortId();
-      withTransaction(db, (tx) => {
-        if (prepare(tx.db, 'SELECT 1 FROM identities WHERE external_id = ?').get(verified.externalId)) {
+      await store.write(async (tx) => {
+        if (await tx.get('SELECT 1 FROM identities WHERE external_id = ?', [verified.externalId])) {
           throw new ApiError('ENROLLMENT_IDENTITY_ALREADY_ENROLLED');
         }
         const identity = {
@@ -178,10 +177,10 @@ export function createTokenEnrollMethod(deps: TokenEnrollDeps): EnrollMethod {
           createdAt: now,
           updatedAt: now,
         };
-        insertEntity(tx, identityResource.decl, identity);
-        access.entityChanged(tx, 'identity', identityId, roleAttributes);
+        await insertEntity(tx, identityResource.decl, identity);
+        await access.entityChanged(tx, 'identity', identityId, roleAttributes);
         if (issued) {
-          insertIssuedCertAuthenticator(tx, identityId, issued, now);
+          await insertIssuedCertAuthenticator(tx, identityId, issued, now);
         }
       });
       return issued ? { cert: issued.chainPem, ca: caField } : {};

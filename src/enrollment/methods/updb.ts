@@ -7,9 +7,8 @@
 import { ApiError, fieldError } from '../../errors.ts';
 import { hashPassword } from '../../auth/password-hash.ts';
 import { assertPasswordRules } from '../../auth/password-rules.ts';
-import type { Db } from '../../store/database.ts';
-import { insertEntity, prepare } from '../../store/entity-table.ts';
-import { withTransaction } from '../../store/transaction.ts';
+import type { Store } from '../../store/store.ts';
+import { insertEntity } from '../../store/entity-table.ts';
 import { newEntityId } from '../../ids.ts';
 import { isoNow, systemClock, type Clock } from '../../resources/entity-service.ts';
 import { authenticatorResource } from '../../resources/authenticators/authenticator.resource.ts';
@@ -17,7 +16,7 @@ import { assertNoAuthenticator, consumeEnrollment } from '../enrollment-store.ts
 import type { EnrollInput, EnrollMethod } from '../enroll-method.ts';
 
 export interface UpdbEnrollDeps {
-  db: Db;
+  store: Store;
   clock?: Clock;
 }
 
@@ -33,20 +32,20 @@ export function createUpdbEnrollMethod(deps: UpdbEnrollDeps): EnrollMethod {
       const enrollment = input.enrollment;
       if (!enrollment || enrollment.method !== 'updb' || !enrollment.identityId) throw new ApiError('INVALID_ENROLLMENT_TOKEN');
       const identityId = enrollment.identityId;
-      if (!prepare(deps.db, 'SELECT 1 FROM identities WHERE id = ?').get(identityId)) throw new ApiError('INVALID_ENROLLMENT_TOKEN');
+      if (!(await deps.store.get('SELECT 1 FROM identities WHERE id = ?', [identityId]))) throw new ApiError('INVALID_ENROLLMENT_TOKEN');
       const password = input.body.password;
       // Upstream answers 500 for a missing password (it reaches the module only on the legacy paths); 400 is what it means.
       if (typeof password !== 'string' || password === '') throw fieldError('password', 'password in body is required', '');
       if (password.length < MIN_PASSWORD) throw fieldError('password', `password in body should be at least ${MIN_PASSWORD} chars long`, password);
       if (password.length > MAX_PASSWORD) throw fieldError('password', `password in body should be at most ${MAX_PASSWORD} chars long`, password);
-      assertPasswordRules(deps.db, identityId, password);
+      await assertPasswordRules(deps.store, identityId, password);
       const username = enrollment.username ?? '';
       const passwordHash = await hashPassword(password);
-      withTransaction(deps.db, (tx) => {
-        consumeEnrollment(tx.db, enrollment);
-        assertNoAuthenticator(tx.db, identityId, 'updb');
+      await deps.store.write(async (tx) => {
+        await consumeEnrollment(tx, enrollment);
+        await assertNoAuthenticator(tx, identityId, 'updb');
         const now = isoNow(clock);
-        insertEntity(tx, authenticatorResource.decl, {
+        await insertEntity(tx, authenticatorResource.decl, {
           id: newEntityId(),
           identityId,
           method: 'updb',

@@ -3,9 +3,14 @@
  * reply, dispatch by content type, and the channel's own duties (heartbeat echo, ping, liveness).
  *
  * Replies are matched to waiting requests by header 1; a reply nobody waits for (late, or sent to a plain
- * send) is dispatched by content type like any other message, as upstream's channel does. Handlers start in
- * arrival order and may be async; the read loop never waits for them, so a handler that waits on another
- * message (a route result) stalls neither the connection nor the handlers after it.
+ * send) is dispatched by content type like any other message, as upstream's channel does. Handlers may be async
+ * (they wait for the store); the read loop never waits for them. An ordered handler (the default) runs once the
+ * ordered handlers of the messages before it on this channel have finished, so the messages of one router are
+ * handled in arrival order, one at a time, as when every handler was synchronous; `serially` puts other work of
+ * the channel's owner in the same line (the router's registration before its messages, its cleanup after them).
+ * A concurrent handler (a circuit request, which waits for route results from routers) starts in the same order
+ * but holds nobody up while it runs, so a handler that waits on another message stalls neither the connection
+ * nor the handlers after it.
  *
  * Anything that breaks the framing closes this one connection; a handler that throws is logged and the
  * connection goes on (a bad protobuf body from a router is its own problem, not the controller's).
@@ -79,6 +84,12 @@ export const DEFAULT_TIMINGS: ChannelTimings = { heartbeatIntervalMs: 10_000, un
 
 export type MessageHandler = (msg: ChannelMessage, channel: ControlChannel) => void | Promise<void>;
 
+/**
+ * `ordered` (default): the handler runs after the ordered handlers of earlier messages have finished, and the next
+ * ones wait for it. `concurrent`: it starts after them too, but the messages after it do not wait for it.
+ */
+export type HandlerMode = 'ordered' | 'concurrent';
+
 export interface ChannelLog {
   warn(obj: object, msg: string): void;
   debug(obj: object, msg: string): void;
@@ -96,7 +107,9 @@ export class ChannelClosedError extends Error {
 
 export class ControlChannel extends EventEmitter<{ close: [reason: string]; slowed: [reason: string]; overloaded: [reason: string] }> {
   private readonly decoder = new MessageDecoder(CHANNEL_LIMITS);
-  private readonly handlers = new Map<number, MessageHandler>();
+  private readonly handlers = new Map<number, { handler: MessageHandler; mode: HandlerMode }>();
+  /** Settles when the ordered work queued so far has finished; never rejects. */
+  private orderedTail: Promise<void> = Promise.resolve();
   private readonly waiters = new Map<number, Waiter>();
   private nextSequence = 1;
   private lastReceivedAt = Date.now();
@@ -142,9 +155,23 @@ export class ControlChannel extends EventEmitter<{ close: [reason: string]; slow
   }
 
   /** Handles messages of this content type (replies nobody waits for included). */
-  handle(contentType: number, handler: MessageHandler): this {
-    this.handlers.set(contentType, handler);
+  handle(contentType: number, handler: MessageHandler, mode: HandlerMode = 'ordered'): this {
+    this.handlers.set(contentType, { handler, mode });
     return this;
+  }
+
+  /**
+   * Runs `work` in line with the ordered handlers: after everything queued before it (messages received,
+   * other work) has finished, and before anything queued after it. Its failure is the caller's (the promise
+   * returned); the line goes on either way. Work queued after `close` still runs.
+   */
+  serially<T>(work: () => T | Promise<T>): Promise<T> {
+    const done = this.orderedTail.then(work);
+    this.orderedTail = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    return done;
   }
 
   /**
@@ -336,18 +363,16 @@ export class ControlChannel extends EventEmitter<{ close: [reason: string]; slow
         return;
       }
     }
-    const handler = this.handlers.get(msg.contentType);
-    if (!handler) {
+    const entry = this.handlers.get(msg.contentType);
+    if (!entry) {
       this.log.debug({ contentType: msg.contentType }, 'ignoring control message of unhandled content type');
       return;
     }
+    const { handler, mode } = entry;
     const failed = (err: unknown) => this.handlerFailed(msg.contentType, err);
-    try {
-      const done = handler(msg, this);
-      if (done) this.track(msg, done.catch(failed));
-    } catch (err) {
-      failed(err);
-    }
+    const done = this.orderedTail.then(() => handler(msg, this)).catch(failed);
+    if (mode === 'ordered') this.orderedTail = done;
+    this.track(msg, done);
   }
 
   /** Counts a message as waiting for its handler until `done` settles. */

@@ -17,7 +17,7 @@
  * additions, then deletes (service policies, posture checks, services, identities, configs, config types —
  * an entity's removal from policies comes before its delete, as upstream's routers expect), then CA keys.
  */
-import type { Db } from '../../store/database.ts';
+import type { Sql, Store } from '../../store/store.ts';
 import { DataStateAction, PublicKeyFormat, PublicKeyUsage, ServicePolicyRelatedEntityType } from '../proto/edge-ctrl.ts';
 import type { MemberField, ModelEvent, PolicyMembers, PolicyMembership, TrackedModel } from './full-state.ts';
 import { readCaKey, readConfig, readConfigType, readIdentity, readPolicyRoleKeys, readPostureCheck, readService, readServicePolicy } from './model-store.ts';
@@ -95,20 +95,21 @@ class MembershipChanges {
 }
 
 export interface ChangeSetBuilderOptions {
-  db: Db;
+  /** Where entities are read when `apply` is given no snapshot of its own. */
+  store: Store;
   /** The access index, already brought up to the rows being applied. */
-  membership: () => PolicyMembership;
+  membership: () => PolicyMembership | Promise<PolicyMembership>;
   /** What routers have; updated as batches are applied. */
   tracked: TrackedModel;
   now?: () => Date;
 }
 
 export function createChangeSetBuilder(options: ChangeSetBuilderOptions) {
-  const { db, tracked } = options;
+  const { store, tracked } = options;
   const now = options.now ?? (() => new Date());
 
-  /** Turns one batch of feed rows (any kinds, seq order) into the events of one change set. */
-  function apply(rows: readonly FeedRow[]): BatchResult {
+  /** Turns one batch of feed rows (any kinds, seq order) into the events of one change set, reading through `q`. */
+  async function apply(rows: readonly FeedRow[], q: Sql = store): Promise<BatchResult> {
     const relevant = rows.filter((r) => MODEL_KINDS.has(r.kind));
     if (relevant.length === 0) return { kind: 'none' };
     if (relevant.some((r) => r.kind === 'all' || r.op === 'reload')) return { kind: 'reset' };
@@ -156,20 +157,20 @@ export function createChangeSetBuilder(options: ChangeSetBuilderOptions) {
     const deletes: ModelEvent[] = [];
     const keys: ModelEvent[] = [];
     const membershipChanges = new MembershipChanges();
-    const membership = options.membership();
+    const membership = await options.membership();
     const at = now();
 
     const action = (known: Set<string>, id: string) => (known.has(id) ? DataStateAction.Update : DataStateAction.Create);
 
     for (const id of configTypes) {
-      const configType = readConfigType(db, id);
+      const configType = await readConfigType(q, id);
       if (configType) {
         upserts.push({ action: action(tracked.configTypes, id), configType });
         tracked.configTypes.add(id);
       } else if (tracked.configTypes.delete(id)) deletes.push({ action: DataStateAction.Delete, configType: { id } });
     }
     for (const id of configs) {
-      const config = readConfig(db, id);
+      const config = await readConfig(q, id);
       if (config) {
         upserts.push({ action: action(tracked.configs, id), config });
         tracked.configs.add(id);
@@ -191,16 +192,16 @@ export function createChangeSetBuilder(options: ChangeSetBuilderOptions) {
     };
 
     const readers = {
-      identity: (id: string) => readIdentity(db, id, at),
-      service: (id: string) => readService(db, id),
-      postureCheck: (id: string) => readPostureCheck(db, id),
+      identity: (id: string) => readIdentity(q, id, at),
+      service: (id: string) => readService(q, id),
+      postureCheck: (id: string) => readPostureCheck(q, id),
     };
     const knownOf: Record<EntityKind, Set<string>> = { identity: tracked.identities, service: tracked.services, postureCheck: tracked.postureChecks };
     const entityDeletes: Record<EntityKind, ModelEvent[]> = { identity: [], service: [], postureCheck: [] };
     for (const kind of ['identity', 'service', 'postureCheck'] as const) {
       const known = knownOf[kind];
       for (const [id, rolesChanged] of entities[kind]) {
-        const model = readers[kind](id);
+        const model = await readers[kind](id);
         if (model) {
           const isNew = !known.has(id);
           upserts.push({ action: isNew ? DataStateAction.Create : DataStateAction.Update, [kind]: model });
@@ -215,7 +216,7 @@ export function createChangeSetBuilder(options: ChangeSetBuilderOptions) {
 
     const policyDeletes: ModelEvent[] = [];
     for (const id of policies) {
-      const servicePolicy = readServicePolicy(db, id);
+      const servicePolicy = await readServicePolicy(q, id);
       if (!servicePolicy) {
         if (tracked.policies.delete(id)) policyDeletes.push({ action: DataStateAction.Delete, servicePolicy: { id } });
         continue;
@@ -223,7 +224,7 @@ export function createChangeSetBuilder(options: ChangeSetBuilderOptions) {
       let members = tracked.policies.get(id);
       upserts.push({ action: members ? DataStateAction.Update : DataStateAction.Create, servicePolicy });
       if (!members) tracked.policies.set(id, (members = { services: new Set(), postureChecks: new Set(), identities: new Set() }));
-      const roleKeys = readPolicyRoleKeys(db, id);
+      const roleKeys = await readPolicyRoleKeys(q, id);
       for (const kind of MEMBER_ORDER) {
         const { members: key, field } = memberOf[kind];
         // Same semantic and roles as when the members were last compared: entities named in this batch are
@@ -249,7 +250,7 @@ export function createChangeSetBuilder(options: ChangeSetBuilderOptions) {
     }
 
     for (const id of cas) {
-      const key = readCaKey(db, id);
+      const key = await readCaKey(q, id);
       const previous = tracked.caKeys.get(id);
       if (previous !== undefined && previous !== key?.kid) {
         keys.push({ action: DataStateAction.Delete, isSynthetic: true, publicKey: { kid: previous, usages: [PublicKeyUsage.ClientX509CertValidation], format: PublicKeyFormat.X509CertDer } });

@@ -1,5 +1,5 @@
 /**
- * The full router data model, read from the store and the access index in one consistent view: the events of a
+ * The full router data model, read from the store (one snapshot) and the access index (brought up to it): the events of a
  * DataState in upstream's order (sync_instant.go BuildAll, router_data_model.go getDataStateAlreadyLocked) —
  * every config type, config, identity, service and posture check, then each service policy followed by its
  * related services, posture checks and identities (`add=true`; services and posture checks always, identities
@@ -9,7 +9,7 @@
  * which members each service policy has (and the role lists that chose them), so later changes are sent as
  * differences.
  */
-import type { Db } from '../../store/database.ts';
+import type { Sql } from '../../store/store.ts';
 import type { ProtoInput } from '../proto/index.ts';
 import { DataStateAction, ServicePolicyRelatedEntityType, type DataStateEvent } from '../proto/edge-ctrl.ts';
 import {
@@ -77,35 +77,35 @@ export interface FullModel {
 }
 
 /**
- * Reads everything routers get. Run it inside one read transaction with the access index brought up to the same
- * point, so members and entities agree. `controllerKeys` are the controller's own public key events.
+ * Reads everything routers get. Run it inside one read snapshot (`q`), with the access index brought up to at
+ * least the point the caller's feed position names, so members and entities agree. `controllerKeys` are the controller's own public key events.
  */
-export function readFullModel(db: Db, membership: PolicyMembership, controllerKeys: readonly ModelEvent[], now = new Date()): FullModel {
+export async function readFullModel(q: Sql, membership: PolicyMembership, controllerKeys: readonly ModelEvent[], now = new Date()): Promise<FullModel> {
   const tracked = emptyTrackedModel();
   const events: ModelEvent[] = [];
   const create = DataStateAction.Create;
-  for (const configType of readConfigTypes(db)) {
+  for (const configType of await readConfigTypes(q)) {
     tracked.configTypes.add(configType.id!);
     events.push({ action: create, configType });
   }
-  for (const config of readConfigs(db)) {
+  for (const config of await readConfigs(q)) {
     tracked.configs.add(config.id!);
     events.push({ action: create, config });
   }
-  for (const identity of readIdentities(db, now)) {
+  for (const identity of await readIdentities(q, now)) {
     tracked.identities.add(identity.id!);
     events.push({ action: create, identity });
   }
-  for (const service of readServices(db)) {
+  for (const service of await readServices(q)) {
     tracked.services.add(service.id!);
     events.push({ action: create, service });
   }
-  for (const postureCheck of readPostureChecks(db)) {
+  for (const postureCheck of await readPostureChecks(q)) {
     tracked.postureChecks.add(postureCheck.id!);
     events.push({ action: create, postureCheck });
   }
-  const roleKeys = readAllPolicyRoleKeys(db);
-  for (const servicePolicy of readServicePolicies(db)) {
+  const roleKeys = await readAllPolicyRoleKeys(q);
+  for (const servicePolicy of await readServicePolicies(q)) {
     const id = servicePolicy.id!;
     const members: PolicyMembers = {
       services: new Set(membership.membersOf(id, 'serviceRoles')),
@@ -120,7 +120,7 @@ export function readFullModel(db: Db, membership: PolicyMembership, controllerKe
     if (members.identities.size > 0) events.push(change(id, ServicePolicyRelatedEntityType.RelatedIdentity, sorted(members.identities), true));
   }
   events.push(...controllerKeys);
-  for (const { id, key } of readCaKeys(db)) {
+  for (const { id, key } of await readCaKeys(q)) {
     tracked.caKeys.set(id, key.kid!);
     events.push({ action: create, isSynthetic: true, publicKey: key });
   }

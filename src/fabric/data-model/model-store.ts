@@ -12,8 +12,7 @@
  * no fingerprint, where upstream sends one empty string (which no process can match on the router).
  */
 import { certificateDer, parsePemBundle } from '../../pki/pem.ts';
-import type { Db } from '../../store/database.ts';
-import { prepare } from '../../store/entity-table.ts';
+import type { Sql } from '../../store/store.ts';
 import { isDisabledNow } from '../../resources/identities/identity.service.ts';
 import type { ProtoInput } from '../proto/index.ts';
 import {
@@ -76,13 +75,13 @@ interface ConfigTypeRow {
   name: string;
 }
 
-export function readConfigType(db: Db, id: string): ConfigTypeModel | undefined {
-  const row = prepare(db, 'SELECT id, name FROM config_types WHERE id = ?').get(id) as ConfigTypeRow | undefined;
+export async function readConfigType(q: Sql, id: string): Promise<ConfigTypeModel | undefined> {
+  const row = await q.get<ConfigTypeRow>('SELECT id, name FROM config_types WHERE id = ?', [id]);
   return row && { id: row.id, name: row.name };
 }
 
-export function readConfigTypes(db: Db): ConfigTypeModel[] {
-  return (prepare(db, 'SELECT id, name FROM config_types ORDER BY id').all() as ConfigTypeRow[]).map((r) => ({ id: r.id, name: r.name }));
+export async function readConfigTypes(q: Sql): Promise<ConfigTypeModel[]> {
+  return (await q.all<ConfigTypeRow>('SELECT id, name FROM config_types ORDER BY id')).map((r) => ({ id: r.id, name: r.name }));
 }
 
 interface ConfigRow {
@@ -96,13 +95,13 @@ function configModel(row: ConfigRow): ConfigModel {
   return { id: row.id, typeId: row.config_type_id, name: row.name, dataJson: JSON.stringify(jsonObject(row.data)) };
 }
 
-export function readConfig(db: Db, id: string): ConfigModel | undefined {
-  const row = prepare(db, 'SELECT id, name, config_type_id, data FROM configs WHERE id = ?').get(id) as ConfigRow | undefined;
+export async function readConfig(q: Sql, id: string): Promise<ConfigModel | undefined> {
+  const row = await q.get<ConfigRow>('SELECT id, name, config_type_id, data FROM configs WHERE id = ?', [id]);
   return row && configModel(row);
 }
 
-export function readConfigs(db: Db): ConfigModel[] {
-  return (prepare(db, 'SELECT id, name, config_type_id, data FROM configs ORDER BY id').all() as ConfigRow[]).map(configModel);
+export async function readConfigs(q: Sql): Promise<ConfigModel[]> {
+  return (await q.all<ConfigRow>('SELECT id, name, config_type_id, data FROM configs ORDER BY id')).map(configModel);
 }
 
 // ---- identities --------------------------------------------------------------------------------------------
@@ -152,23 +151,24 @@ function identityModel(row: IdentityRow, overrides: readonly OverrideRow[], now:
   };
 }
 
-export function readIdentity(db: Db, id: string, now = new Date()): IdentityModel | undefined {
-  const row = prepare(db, `SELECT ${IDENTITY_COLUMNS} FROM identities WHERE id = ?`).get(id) as IdentityRow | undefined;
+export async function readIdentity(q: Sql, id: string, now = new Date()): Promise<IdentityModel | undefined> {
+  const row = await q.get<IdentityRow>(`SELECT ${IDENTITY_COLUMNS} FROM identities WHERE id = ?`, [id]);
   if (!row) return undefined;
-  const overrides = prepare(db, 'SELECT identity_id, service_id, config_type_id, config_id FROM identity_service_configs WHERE identity_id = ? ORDER BY service_id, config_type_id').all(
-    id,
-  ) as OverrideRow[];
+  const overrides = await q.all<OverrideRow>(
+    'SELECT identity_id, service_id, config_type_id, config_id FROM identity_service_configs WHERE identity_id = ? ORDER BY service_id, config_type_id',
+    [id],
+  );
   return identityModel(row, overrides, now);
 }
 
-export function readIdentities(db: Db, now = new Date()): IdentityModel[] {
+export async function readIdentities(q: Sql, now = new Date()): Promise<IdentityModel[]> {
   const overrides = new Map<string, OverrideRow[]>();
-  for (const o of prepare(db, 'SELECT identity_id, service_id, config_type_id, config_id FROM identity_service_configs ORDER BY identity_id, service_id, config_type_id').all() as OverrideRow[]) {
+  for (const o of await q.all<OverrideRow>('SELECT identity_id, service_id, config_type_id, config_id FROM identity_service_configs ORDER BY identity_id, service_id, config_type_id')) {
     let list = overrides.get(o.identity_id);
     if (!list) overrides.set(o.identity_id, (list = []));
     list.push(o);
   }
-  return (prepare(db, `SELECT ${IDENTITY_COLUMNS} FROM identities ORDER BY id`).all() as IdentityRow[]).map((row) => identityModel(row, overrides.get(row.id) ?? [], now));
+  return (await q.all<IdentityRow>(`SELECT ${IDENTITY_COLUMNS} FROM identities ORDER BY id`)).map((row) => identityModel(row, overrides.get(row.id) ?? [], now));
 }
 
 // ---- services ----------------------------------------------------------------------------------------------
@@ -184,13 +184,13 @@ function serviceModel(row: ServiceRow): ServiceModel {
   return { id: row.id, name: row.name, encryptionRequired: row.encryption_required === 1, configs: stringList(row.configs) };
 }
 
-export function readService(db: Db, id: string): ServiceModel | undefined {
-  const row = prepare(db, 'SELECT id, name, encryption_required, configs FROM services WHERE id = ?').get(id) as ServiceRow | undefined;
+export async function readService(q: Sql, id: string): Promise<ServiceModel | undefined> {
+  const row = await q.get<ServiceRow>('SELECT id, name, encryption_required, configs FROM services WHERE id = ?', [id]);
   return row && serviceModel(row);
 }
 
-export function readServices(db: Db): ServiceModel[] {
-  return (prepare(db, 'SELECT id, name, encryption_required, configs FROM services ORDER BY id').all() as ServiceRow[]).map(serviceModel);
+export async function readServices(q: Sql): Promise<ServiceModel[]> {
+  return (await q.all<ServiceRow>('SELECT id, name, encryption_required, configs FROM services ORDER BY id')).map(serviceModel);
 }
 
 // ---- posture checks ----------------------------------------------------------------------------------------
@@ -251,13 +251,13 @@ function postureCheckModel(row: PostureCheckRow): PostureCheckModel {
   return out;
 }
 
-export function readPostureCheck(db: Db, id: string): PostureCheckModel | undefined {
-  const row = prepare(db, 'SELECT id, name, type_id, details FROM posture_checks WHERE id = ?').get(id) as PostureCheckRow | undefined;
+export async function readPostureCheck(q: Sql, id: string): Promise<PostureCheckModel | undefined> {
+  const row = await q.get<PostureCheckRow>('SELECT id, name, type_id, details FROM posture_checks WHERE id = ?', [id]);
   return row && postureCheckModel(row);
 }
 
-export function readPostureChecks(db: Db): PostureCheckModel[] {
-  return (prepare(db, 'SELECT id, name, type_id, details FROM posture_checks ORDER BY id').all() as PostureCheckRow[]).map(postureCheckModel);
+export async function readPostureChecks(q: Sql): Promise<PostureCheckModel[]> {
+  return (await q.all<PostureCheckRow>('SELECT id, name, type_id, details FROM posture_checks ORDER BY id')).map(postureCheckModel);
 }
 
 // ---- service policies --------------------------------------------------------------------------------------
@@ -272,13 +272,13 @@ function servicePolicyModel(row: ServicePolicyRow): ServicePolicyModel {
   return { id: row.id, name: row.name, policyType: row.policy_type === 'Bind' ? PolicyType.Bind : PolicyType.Dial };
 }
 
-export function readServicePolicy(db: Db, id: string): ServicePolicyModel | undefined {
-  const row = prepare(db, 'SELECT id, name, policy_type FROM service_policies WHERE id = ?').get(id) as ServicePolicyRow | undefined;
+export async function readServicePolicy(q: Sql, id: string): Promise<ServicePolicyModel | undefined> {
+  const row = await q.get<ServicePolicyRow>('SELECT id, name, policy_type FROM service_policies WHERE id = ?', [id]);
   return row && servicePolicyModel(row);
 }
 
-export function readServicePolicies(db: Db): ServicePolicyModel[] {
-  return (prepare(db, 'SELECT id, name, policy_type FROM service_policies ORDER BY id').all() as ServicePolicyRow[]).map(servicePolicyModel);
+export async function readServicePolicies(q: Sql): Promise<ServicePolicyModel[]> {
+  return (await q.all<ServicePolicyRow>('SELECT id, name, policy_type FROM service_policies ORDER BY id')).map(servicePolicyModel);
 }
 
 /**
@@ -310,13 +310,13 @@ function roleKeys(row: PolicyRolesRow): PolicyRoleKeys {
   };
 }
 
-export function readPolicyRoleKeys(db: Db, id: string): PolicyRoleKeys | undefined {
-  const row = prepare(db, `SELECT ${POLICY_ROLES_COLUMNS} FROM service_policies WHERE id = ?`).get(id) as PolicyRolesRow | undefined;
+export async function readPolicyRoleKeys(q: Sql, id: string): Promise<PolicyRoleKeys | undefined> {
+  const row = await q.get<PolicyRolesRow>(`SELECT ${POLICY_ROLES_COLUMNS} FROM service_policies WHERE id = ?`, [id]);
   return row && roleKeys(row);
 }
 
-export function readAllPolicyRoleKeys(db: Db): Map<string, PolicyRoleKeys> {
-  return new Map((prepare(db, `SELECT ${POLICY_ROLES_COLUMNS} FROM service_policies`).all() as PolicyRolesRow[]).map((r) => [r.id, roleKeys(r)]));
+export async function readAllPolicyRoleKeys(q: Sql): Promise<Map<string, PolicyRoleKeys>> {
+  return new Map((await q.all<PolicyRolesRow>(`SELECT ${POLICY_ROLES_COLUMNS} FROM service_policies`)).map((r) => [r.id, roleKeys(r)]));
 }
 
 // ---- third-party CAs ---------------------------------------------------------------------------------------
@@ -334,14 +334,14 @@ export function caPublicKey(certPem: string): PublicKeyModel | undefined {
   return { data: der, kid: keyId(der), usages: [PublicKeyUsage.ClientX509CertValidation], format: PublicKeyFormat.X509CertDer };
 }
 
-export function readCaKey(db: Db, id: string): PublicKeyModel | undefined {
-  const row = prepare(db, 'SELECT cert_pem FROM cas WHERE id = ?').get(id) as { cert_pem: string } | undefined;
+export async function readCaKey(q: Sql, id: string): Promise<PublicKeyModel | undefined> {
+  const row = await q.get<{ cert_pem: string }>('SELECT cert_pem FROM cas WHERE id = ?', [id]);
   return row && caPublicKey(row.cert_pem);
 }
 
-export function readCaKeys(db: Db): Array<{ id: string; key: PublicKeyModel }> {
+export async function readCaKeys(q: Sql): Promise<Array<{ id: string; key: PublicKeyModel }>> {
   const out: Array<{ id: string; key: PublicKeyModel }> = [];
-  for (const row of prepare(db, 'SELECT id, cert_pem FROM cas ORDER BY id').all() as Array<{ id: string; cert_pem: string }>) {
+  for (const row of await q.all<{ id: string; cert_pem: string }>('SELECT id, cert_pem FROM cas ORDER BY id')) {
     const key = caPublicKey(row.cert_pem);
     if (key) out.push({ id: row.id, key });
   }

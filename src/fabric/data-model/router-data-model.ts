@@ -9,10 +9,13 @@
  * - Started at the first subscription: one read of the store and the access index gives the full state and what
  *   routers have (`TrackedModel`). From then on every poll (the fabric's 100 ms timer) reads the feed rows above
  *   its position, turns them into one change set (change-sets.ts), keeps it for replays (subscriptions.ts) and
- *   sends it to every router with an active subscription, each with its own `previousIndex`. Every read happens
- *   in one read transaction with the access index brought up to the same point, so entities, members and index
- *   agree. A rebuild of the access index elsewhere (feed row `all`) or rows trimmed before they were read restart
- *   the model: every subscribed router gets the full state again.
+ *   sends it to every router with an active subscription, each with its own `previousIndex`. The feed rows are
+ *   read first, then the access index is brought up to them (at least), then the entities are read in one read
+ *   snapshot, so members and entities are at or past the index (the next rows are compared with what routers were
+ *   told, so a change seen early is not sent twice). A rebuild of the access index elsewhere (feed row `all`) or
+ *   rows trimmed before they were read restart the model: every subscribed router gets the full state again.
+ * - One operation at a time (a subscription, a poll, a router gone): each waits for the one before it, as when
+ *   each ran in one synchronous step.
  * - The full state is one DataState message: an upstream router builds a new model from each one it gets and
  *   replaces its own with it (router/state/dataState.go), so it cannot be split into several. Its encoded body is
  *   kept with the change sets made since it was read, shared by every router (the channel writes it from that one
@@ -25,8 +28,7 @@
  *   index moved since the last one a router got.
  * - With no subscription for 10 minutes the model is dropped (the next subscription starts it again).
  */
-import type { Db } from '../../store/database.ts';
-import { prepare } from '../../store/entity-table.ts';
+import type { Sql, Store } from '../../store/store.ts';
 import { message, stringValue, uint64Value, type ChannelMessage } from '../channel/message.ts';
 import { encode } from '../proto/index.ts';
 import { EdgeContentType, EdgeHeader } from '../proto/edge-ctrl.ts';
@@ -50,13 +52,13 @@ export interface DataModelLog {
 
 export interface DataModelAccess {
   /** Brings the access index up to the store (other processes' writes). */
-  catchUp(): void;
+  catchUp(): void | Promise<unknown>;
   /** Service policy members now. */
-  membership(): PolicyMembership;
+  membership(): PolicyMembership | Promise<PolicyMembership>;
 }
 
 export interface RouterDataModelOptions {
-  db: Db;
+  store: Store;
   access: DataModelAccess;
   /** The controller's own public key events (signing certificate, CA bundle), synthetic. */
   controllerKeys: readonly ModelEvent[];
@@ -104,7 +106,7 @@ interface ModelState {
 const KIND_LIST = MODEL_FEED_KINDS.map((k) => `'${k}'`).join(', ');
 
 export function createRouterDataModel(options: RouterDataModelOptions) {
-  const { db, access, log, timelineId } = options;
+  const { store, access, log, timelineId } = options;
   const now = options.now ?? Date.now;
   const indexIntervalMs = options.indexIntervalMs ?? 30_000;
   const idleReleaseMs = options.idleReleaseMs ?? 10 * 60_000;
@@ -116,64 +118,79 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
   let lastIndexTick = now();
   let idleSince = now();
 
-  /** Runs `fn` in one read transaction (or the caller's). */
-  function view<T>(fn: () => T): T {
-    if (db.inTransaction) return fn();
-    return db.transaction(fn).deferred();
+  /** The operation running now (or settled); never rejects. */
+  let tail: Promise<void> = Promise.resolve();
+
+  /** Runs `work` once the operations before it have finished (they share `state`, the senders and subscriptions). */
+  function serially<T>(work: () => Promise<T>): Promise<T> {
+    const done = tail.then(work);
+    tail = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    return done;
   }
 
-  function head(): number {
-    return (prepare(db, 'SELECT COALESCE(MAX(seq), 0) FROM change_feed').pluck().get() as number) ?? 0;
+  async function head(q: Sql = store): Promise<number> {
+    return (await q.value<number>('SELECT COALESCE(MAX(seq), 0) FROM change_feed')) ?? 0;
   }
 
-  function trimmedThrough(): number {
-    return (prepare(db, 'SELECT trimmed_through FROM change_feed_trim WHERE id = 1').pluck().get() as number | undefined) ?? 0;
+  async function trimmedThrough(q: Sql = store): Promise<number> {
+    return (await q.value<number>('SELECT trimmed_through FROM change_feed_trim WHERE id = 1')) ?? 0;
   }
 
-  /** Reads everything at the feed's head (inside a view): the model starts, or starts again, there. */
-  function load(): ModelState {
-    const at = Math.max(head(), trimmedThrough());
-    access.catchUp();
-    const full = readFullModel(db, access.membership(), options.controllerKeys);
+  /**
+   * Everything routers get, read after the access index was brought up to the store (it reads through its own
+   * snapshot, which must not be nested in this one), the entities in one snapshot.
+   */
+  async function readModel() {
+    await access.catchUp();
+    const membership = await access.membership();
+    return store.snapshot((q) => readFullModel(q, membership, options.controllerKeys));
+  }
+
+  /** Reads everything at the feed's head: the model starts, or starts again, there. */
+  async function load(): Promise<ModelState> {
+    const at = Math.max(await head(), await trimmedThrough());
+    const full = await readModel();
     const index = BigInt(at);
     const body = encode('edge.DataState', { events: full.events, endIndex: index, timelineId });
     log.info({ index: String(index), events: full.events.length, bytes: body.length }, 'router data model loaded');
     return {
-      builder: createChangeSetBuilder({ db, membership: () => access.membership(), tracked: full.tracked }),
+      builder: createChangeSetBuilder({ store, membership: () => access.membership(), tracked: full.tracked }),
       buffer: createChangeSetBuffer(index, options.buffer),
       position: at,
       full: { index, body, events: full.events.length, since: [], sinceBytes: 0 },
     };
   }
 
-  /** Applies the feed rows above the position (inside a view). Returns whether the model moved or restarted. */
-  function advance(s: ModelState): 'same' | 'moved' | 'restarted' {
-    const top = head();
+  /** Applies the feed rows above the position. Returns whether the model moved or restarted. */
+  async function advance(s: ModelState): Promise<'same' | 'moved' | 'restarted'> {
+    const top = await head();
     if (top <= s.position) return 'same';
-    if (trimmedThrough() > s.position) {
+    if ((await trimmedThrough()) > s.position) {
       log.warn({ position: s.position }, 'router data model missed trimmed change-feed rows, loading it again');
-      state = load();
+      state = await load();
       return 'restarted';
     }
     const rows = (
-      prepare(db, `SELECT seq, kind, entity_id, op FROM change_feed WHERE seq > ? AND seq <= ? AND kind IN (${KIND_LIST}) ORDER BY seq`).all(s.position, top) as Array<{
-        seq: number;
-        kind: string;
-        entity_id: string;
-        op: string;
-      }>
+      await store.all<{ seq: number; kind: string; entity_id: string; op: string }>(
+        `SELECT seq, kind, entity_id, op FROM change_feed WHERE seq > ? AND seq <= ? AND kind IN (${KIND_LIST}) ORDER BY seq`,
+        [s.position, top],
+      )
     ).map((r): FeedRow => ({ seq: r.seq, kind: r.kind, entityId: r.entity_id, op: r.op }));
     if (rows.length === 0) {
       s.position = top;
       return 'same';
     }
-    access.catchUp();
-    const result = s.builder.apply(rows);
+    // The access index up to the rows (at least), then the entities they name in one snapshot.
+    await access.catchUp();
+    const result = await store.snapshot((q) => s.builder.apply(rows, q));
     s.position = top;
     if (result.kind === 'none') return 'same';
     if (result.kind === 'reset') {
       log.info({ position: top }, 'access index rebuilt, loading the router data model again');
-      state = load();
+      state = await load();
       return 'restarted';
     }
     const set: BufferedChangeSet = {
@@ -200,11 +217,10 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
     }
   }
 
-  /** The kept full state, or one read now at the current index (inside a view, after `advance`). */
-  function fullState(s: ModelState): KeptFullState {
+  /** The kept full state, or one read now at the current index (after `advance`). */
+  async function fullState(s: ModelState): Promise<KeptFullState> {
     if (s.full) return s.full;
-    access.catchUp();
-    const full = readFullModel(db, access.membership(), options.controllerKeys);
+    const full = await readModel();
     const index = s.buffer.current;
     const body = encode('edge.DataState', { events: full.events, endIndex: index, timelineId });
     log.info({ index: String(index), events: full.events.length, bytes: body.length }, 'router data model: full state read again');
@@ -217,14 +233,14 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
     return message(EdgeContentType.DataStateChangeSet, Buffer.concat([head, set.changes]), [[EdgeHeader.RouterDataModelSubscriptionId, stringValue(subscriptionId)]]);
   }
 
-  /** Brings one subscription up to the current index (inside a view). */
-  function sync(s: ModelState, sub: Subscription): void {
+  /** Brings one subscription up to the current index. */
+  async function sync(s: ModelState, sub: Subscription): Promise<void> {
     const send = senders.get(sub.routerId);
     if (!send) return;
     const plan = subscriptions.plan(sub, s.buffer);
     if (plan.kind === 'none') return;
     if (plan.kind === 'full') {
-      const full = fullState(s);
+      const full = await fullState(s);
       // The body is shared by every router it goes to: the channel writes it as it is.
       send(message(EdgeContentType.DataState, full.body, [[EdgeHeader.RouterDataModelSubscriptionId, stringValue(sub.subscriptionId)]]));
       log.info(
@@ -245,49 +261,46 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
     }
   }
 
-  function syncActive(s: ModelState): void {
-    for (const sub of subscriptions.active(now())) sync(s, sub);
+  async function syncActive(s: ModelState): Promise<void> {
+    for (const sub of subscriptions.active(now())) await sync(s, sub);
   }
 
   /** A router's SubscribeToDataModelRequest. */
-  function subscribe(routerId: string, send: RouterSend, request: SubscribeRequest): void {
-    senders.set(routerId, send);
-    view(() => {
-      if (!state) state = load();
-      else advance(state);
+  function subscribe(routerId: string, send: RouterSend, request: SubscribeRequest): Promise<void> {
+    return serially(async () => {
+      senders.set(routerId, send);
+      if (!state) state = await load();
+      else await advance(state);
       const s = state;
-      syncActive(s);
+      await syncActive(s);
       const sub = subscriptions.request(routerId, request, now());
       log.info(
         { routerId, subscriptionId: request.subscriptionId, renew: request.renew, routerIndex: String(request.currentIndex), index: String(s.buffer.current), timelineMatches: request.timelineId === timelineId },
         'router data model subscription',
       );
-      sync(s, sub);
+      await sync(s, sub);
     });
   }
 
   /** The fabric's poll: new change sets to subscribed routers, the periodic index, expiry. */
-  function poll(): void {
-    const t = now();
-    if (subscriptions.size > 0) idleSince = t;
-    if (!state) return;
-    if (subscriptions.size === 0 && t - idleSince >= idleReleaseMs) {
-      state = undefined;
-      log.info({}, 'router data model released (no subscription)');
-      return;
-    }
-    const s = state;
-    if (head() > s.position) {
-      view(() => {
-        const moved = advance(s);
-        if (moved !== 'same') syncActive(state!);
-      });
-    }
-    state?.buffer.expire(t);
-    if (t - lastIndexTick >= indexIntervalMs) {
-      lastIndexTick = t;
-      announceIndex();
-    }
+  function poll(): Promise<void> {
+    return serially(async () => {
+      const t = now();
+      if (subscriptions.size > 0) idleSince = t;
+      if (!state) return;
+      if (subscriptions.size === 0 && t - idleSince >= idleReleaseMs) {
+        state = undefined;
+        log.info({}, 'router data model released (no subscription)');
+        return;
+      }
+      const moved = await advance(state);
+      if (moved !== 'same') await syncActive(state!);
+      state?.buffer.expire(t);
+      if (t - lastIndexTick >= indexIntervalMs) {
+        lastIndexTick = t;
+        announceIndex();
+      }
+    });
   }
 
   /** CurrentIndexMessage to each router whose last one is behind. */
@@ -307,10 +320,12 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
    * The router's connection is gone: so is its subscription. With `send`, only when the subscription still
    * belongs to that connection (a newer connection of the router may have subscribed already).
    */
-  function routerGone(routerId: string, send?: RouterSend): void {
-    if (send && senders.get(routerId) !== send) return;
-    subscriptions.remove(routerId);
-    senders.delete(routerId);
+  function routerGone(routerId: string, send?: RouterSend): Promise<void> {
+    return serially(async () => {
+      if (send && senders.get(routerId) !== send) return;
+      subscriptions.remove(routerId);
+      senders.delete(routerId);
+    });
   }
 
   return {

@@ -17,8 +17,8 @@ export function apiSessionCertificateRoutes(certificates: ApiSessionCertificateS
       method: 'GET', url: '/current-api-session/certificates', operationId: 'listCurrentApiSessionCertificates', tag,
       summary: 'List the certificates of the current API session', access: 'session', querystring: ListQuery,
       response: { 200: listEnvelope(apiSessionCertificateDetail) },
-      handler: (req) => {
-        const r = certificates.list(callerOf(req).apiSession.id, listRequest(req));
+      handler: async (req) => {
+        const r = await certificates.list(callerOf(req).apiSession.id, listRequest(req));
         return list(r.items, r.page, r.filterableFields);
       },
     },
@@ -46,14 +46,14 @@ export function apiSessionCertificateRoutes(certificates: ApiSessionCertificateS
       summary: 'Retrieve a certificate of the current API session', access: 'session', params: IdParams,
       // Upstream answers this one with a null meta.
       response: { 200: detailEnvelope(apiSessionCertificateDetail, 'null') },
-      handler: (req) => okNullMeta(certificates.get(callerOf(req).apiSession.id, id(req.params))),
+      handler: async (req) => okNullMeta(await certificates.get(callerOf(req).apiSession.id, id(req.params))),
     },
     {
       method: 'DELETE', url: '/current-api-session/certificates/:id', operationId: 'deleteCurrentApiSessionCertificate', tag,
       summary: 'Delete a certificate of the current API session', access: 'session', params: IdParams,
       response: { 200: emptyEnvelope },
-      handler: (req) => {
-        certificates.remove(callerOf(req).apiSession.id, id(req.params));
+      handler: async (req) => {
+        await certificates.remove(callerOf(req).apiSession.id, id(req.params));
         return empty();
       },
     },

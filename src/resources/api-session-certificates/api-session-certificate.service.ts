@@ -7,9 +7,7 @@
  * delete).
  */
 import { ApiError, notFound } from '../../errors.ts';
-import type { Db } from '../../store/database.ts';
-import { prepare, selectPage } from '../../store/entity-table.ts';
-import { withTransaction } from '../../store/transaction.ts';
+import type { Store } from '../../store/store.ts';
 import { newEntityId } from '../../ids.ts';
 import { parseCsr } from '../../pki/csr.ts';
 import { readCertificateBundle } from '../../pki/certificate-chain.ts';
@@ -25,7 +23,7 @@ import { apiSessionCertificateSymbols } from './api-session-certificate.resource
 export const API_SESSION_CERTIFICATE_LIFETIME_MS = 12 * 60 * 60 * 1000;
 
 export interface ApiSessionCertificateDeps {
-  db: Db;
+  store: Store;
   pki: { issuer: Issuer; caBundlePem: string };
   apiSessions: Pick<ApiSessionService, 'get' | 'lastActivityMs' | 'timeoutMs'>;
   clock?: Clock;
@@ -57,7 +55,7 @@ export function goSubjectString(nodeSubject: string): string {
 }
 
 export function createApiSessionCertificateService(deps: ApiSessionCertificateDeps) {
-  const { db, pki, apiSessions } = deps;
+  const { store, pki, apiSessions } = deps;
   const clock = deps.clock ?? systemClock;
 
   function present(row: Row): Record<string, unknown> {
@@ -84,33 +82,33 @@ export function createApiSessionCertificateService(deps: ApiSessionCertificateDe
     const parsed = readCertificateBundle(issued.certPem)[0];
     const id = newEntityId();
     const at = now.toISOString();
-    withTransaction(db, (tx) => {
+    await store.write(async (tx) => {
       // The session may have ended while the certificate was signed; then there is nothing to attach it to.
-      if (!prepare(tx.db, 'SELECT 1 FROM api_sessions WHERE id = ?').get(apiSessionId)) throw new ApiError('UNAUTHORIZED');
-      prepare(
-        tx.db,
+      if (!(await tx.get('SELECT 1 FROM api_sessions WHERE id = ?', [apiSessionId]))) throw new ApiError('UNAUTHORIZED');
+      await tx.run(
         `INSERT INTO api_session_certificates (id, api_session_id, subject, fingerprint, valid_from, valid_to, certificate, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(
-        id,
-        apiSessionId,
-        goSubjectString(parsed.native.subject),
-        issued.fingerprint,
-        issued.notBefore.toISOString(),
-        issued.notAfter.toISOString(),
-        issued.certPem,
-        at,
-        at,
+        [
+          id,
+          apiSessionId,
+          goSubjectString(parsed.native.subject),
+          issued.fingerprint,
+          issued.notBefore.toISOString(),
+          issued.notAfter.toISOString(),
+          issued.certPem,
+          at,
+          at,
+        ],
       );
     });
     return { id, certificate: issued.certPem, cas: pki.caBundlePem };
   }
 
   /** The certificates of one API session, with the usual filter, sort and paging. */
-  function list(apiSessionId: string, req: ListRequest) {
-    const q = compileListQuery(apiSessionCertificateSymbols, req);
+  async function list(apiSessionId: string, req: ListRequest) {
+    const q = compileListQuery(apiSessionCertificateSymbols, req, store.dialect);
     const scoped = { ...q, where: `(${q.where}) AND e.api_session_id = ?`, params: [...q.params, apiSessionId] };
-    const { rows, totalCount } = selectPage(db, 'api_session_certificates', scoped);
+    const { rows, totalCount } = await store.page('api_session_certificates', scoped);
     return {
       items: (rows as unknown as Row[]).map(present),
       page: { limit: q.limit, offset: q.offset, totalCount, unlimited: q.unlimited },
@@ -119,15 +117,15 @@ export function createApiSessionCertificateService(deps: ApiSessionCertificateDe
   }
 
   /** One certificate of the session; another session's certificate is as unknown as a missing one. */
-  function get(apiSessionId: string, id: string): Record<string, unknown> {
-    const row = prepare(db, 'SELECT * FROM api_session_certificates WHERE id = ?').get(id) as Row | undefined;
+  async function get(apiSessionId: string, id: string): Promise<Record<string, unknown>> {
+    const row = await store.get<Row>('SELECT * FROM api_session_certificates WHERE id = ?', [id]);
     if (!row || row.api_session_id !== apiSessionId) throw notFound('apiSessionCertificate', id);
     return present(row);
   }
 
-  function remove(apiSessionId: string, id: string): void {
-    withTransaction(db, (tx) => {
-      const deleted = prepare(tx.db, 'DELETE FROM api_session_certificates WHERE id = ? AND api_session_id = ?').run(id, apiSessionId);
+  async function remove(apiSessionId: string, id: string): Promise<void> {
+    await store.write(async (tx) => {
+      const deleted = await tx.run('DELETE FROM api_session_certificates WHERE id = ? AND api_session_id = ?', [id, apiSessionId]);
       if (deleted.changes === 0) throw notFound('apiSessionCertificate', id);
     });
   }
@@ -136,14 +134,15 @@ export function createApiSessionCertificateService(deps: ApiSessionCertificateDe
    * For certificate login: the identity a presented certificate names when it is an unexpired certificate
    * of an API session that is still alive. The new session keeps the old session's authenticator id.
    */
-  function identityFor(fingerprint: string, at: Date): { identityId: string; authenticatorId: string } | undefined {
-    const row = prepare(db, 'SELECT api_session_id, valid_from, valid_to FROM api_session_certificates WHERE fingerprint = ?').get(fingerprint) as
-      | Pick<Row, 'api_session_id' | 'valid_from' | 'valid_to'>
-      | undefined;
+  async function identityFor(fingerprint: string, at: Date): Promise<{ identityId: string; authenticatorId: string } | undefined> {
+    const row = await store.get<Pick<Row, 'api_session_id' | 'valid_from' | 'valid_to'>>(
+      'SELECT api_session_id, valid_from, valid_to FROM api_session_certificates WHERE fingerprint = ?',
+      [fingerprint],
+    );
     if (!row) return undefined;
     const now = at.getTime();
     if (Date.parse(row.valid_to) <= now || Date.parse(row.valid_from) > now + 60_000) return undefined;
-    const session = apiSessions.get(row.api_session_id);
+    const session = await apiSessions.get(row.api_session_id);
     if (!session || apiSessions.lastActivityMs(session) + apiSessions.timeoutMs <= now) return undefined;
     return { identityId: session.identityId, authenticatorId: session.authenticatorId };
   }

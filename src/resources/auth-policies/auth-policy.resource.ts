@@ -64,7 +64,15 @@ export const authPolicyResource = defineResource({
       ] as const
     ).map(([name, type]) => {
       const [column, ...path] = name.split('.');
-      return [name, { kind: 'scalar' as const, type, sql: `json_extract(e.${column}_settings, '$.${path.join('.')}')` }];
+      const json = `e.${column}_settings #> '{${path.join(',')}}'`;
+      // PostgreSQL: JSON booleans as 1/0 and numbers as numbers, as SQLite's json_extract answers.
+      const postgresSql =
+        type === 'bool'
+          ? `(CASE ${json} WHEN 'true'::jsonb THEN 1 WHEN 'false'::jsonb THEN 0 END)`
+          : type === 'int'
+            ? `(CASE WHEN jsonb_typeof(${json}) = 'number' THEN CAST(${json} #>> '{}' AS DOUBLE PRECISION) END)`
+            : `(CASE WHEN jsonb_typeof(${json}) = 'string' THEN ${json} #>> '{}' END)`;
+      return [name, { kind: 'scalar' as const, type, sql: `json_extract(e.${column}_settings, '$.${path.join('.')}')`, postgresSql }];
     }),
   ),
 });

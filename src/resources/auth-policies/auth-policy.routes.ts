@@ -10,13 +10,13 @@ import { created, createEnvelope, empty, emptyEnvelope } from '../../http/envelo
 import { IdParams } from '../../http/list-params.ts';
 import { authPolicyPatchSchema, authPolicyResource, authPolicyWriteSchema } from './auth-policy.resource.ts';
 import type { AuthPolicyService } from './auth-policy.service.ts';
-import type { Db } from '../../store/database.ts';
+import type { Store } from '../../store/store.ts';
 import { rightsUnderPolicy } from '../identities/identity-rights.ts';
 
-export function authPolicyRoutes(db: Db, service: AuthPolicyService): RouteSpec[] {
+export function authPolicyRoutes(store: Store, service: AuthPolicyService): RouteSpec[] {
   const tag = 'Auth Policy';
   // Changing a policy changes how everyone under it logs in: a non-admin needs the rights of each of them.
-  const underPolicy = (action: string): RouteSpec['actsOn'] => ({ action, targets: (req) => rightsUnderPolicy(db, id(req)) });
+  const underPolicy = (action: string): RouteSpec['actsOn'] => ({ action, targets: (req) => rightsUnderPolicy(store, id(req)) });
   const body = (req: FastifyRequest) => (req.body ?? {}) as Record<string, unknown>;
   const id = (req: FastifyRequest) => (req.params as { id: string }).id;
   return [
@@ -27,8 +27,8 @@ export function authPolicyRoutes(db: Db, service: AuthPolicyService): RouteSpec[
       method: 'POST', url: '/auth-policies', operationId: 'createAuthPolicy', tag, summary: 'Create an auth policy',
       access: 'auth-policy.create', body: authPolicyWriteSchema,
       response: { 201: createEnvelope },
-      handler: (req, reply) => {
-        const newId = service.create(body(req));
+      handler: async (req, reply) => {
+        const newId = await service.create(body(req));
         return reply.code(201).send(created(newId, authPolicyResource.links(newId)));
       },
     },
@@ -36,8 +36,8 @@ export function authPolicyRoutes(db: Db, service: AuthPolicyService): RouteSpec[
       method: 'PUT', url: '/auth-policies/:id', operationId: 'updateAuthPolicy', tag, summary: 'Update all fields of an auth policy',
       access: 'auth-policy.update', actsOn: underPolicy('change the auth policy of'), params: IdParams, body: authPolicyWriteSchema,
       response: { 200: emptyEnvelope },
-      handler: (req) => {
-        service.update(id(req), body(req), 'put');
+      handler: async (req) => {
+        await service.update(id(req), body(req), 'put');
         return empty();
       },
     },
@@ -45,8 +45,8 @@ export function authPolicyRoutes(db: Db, service: AuthPolicyService): RouteSpec[
       method: 'PATCH', url: '/auth-policies/:id', operationId: 'patchAuthPolicy', tag, summary: 'Update the supplied fields of an auth policy',
       access: 'auth-policy.update', actsOn: underPolicy('change the auth policy of'), params: IdParams, body: authPolicyPatchSchema,
       response: { 200: emptyEnvelope },
-      handler: (req) => {
-        service.update(id(req), body(req), 'patch');
+      handler: async (req) => {
+        await service.update(id(req), body(req), 'patch');
         return empty();
       },
     },

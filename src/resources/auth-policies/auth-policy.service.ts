@@ -9,9 +9,8 @@
  * - a policy that identities or external JWT signers (enrollment policy) reference can not be deleted
  *   (409), and the system `default` policy can be updated but never deleted.
  */
-import type { Db } from '../../store/database.ts';
-import { prepare, type Values } from '../../store/entity-table.ts';
-import type { Tx } from '../../store/transaction.ts';
+import type { Values } from '../../store/entity-table.ts';
+import type { Sql, Store } from '../../store/store.ts';
 import { ApiError, formatCauseValue } from '../../errors.ts';
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
 import { authPolicyResource, defaultAuthPolicy } from './auth-policy.resource.ts';
@@ -59,37 +58,35 @@ function normalizeSecondary(secondary: Json): Json {
   };
 }
 
-function checkSigners(tx: Tx, primary: Json, secondary: Json): void {
-  const exists = prepare(tx.db, 'SELECT 1 FROM external_jwt_signers WHERE id = ?');
+async function checkSigners(q: Sql, primary: Json, secondary: Json): Promise<void> {
+  const exists = 'SELECT 1 FROM external_jwt_signers WHERE id = ?';
   for (const id of (primary.extJwt as Json).allowedSigners as string[]) {
-    if (!exists.get(id)) throw signerNotFound('primary.extJwt.allowedSigners', id);
+    if (!(await q.get(exists, [id]))) throw signerNotFound('primary.extJwt.allowedSigners', id);
   }
   const required = secondary.requireExtJwtSigner;
-  if (typeof required === 'string' && !exists.get(required)) throw signerNotFound('secondary.requireExtJwtSigner', required);
+  if (typeof required === 'string' && !(await q.get(exists, [required]))) throw signerNotFound('secondary.requireExtJwtSigner', required);
 }
 
-function referencedBy(tx: Tx, id: string): Array<[string, string[]]> {
-  const identities = (prepare(tx.db, 'SELECT id FROM identities WHERE auth_policy_id = ? ORDER BY id').all(id) as Array<{ id: string }>).map((r) => r.id);
-  const signers = (
-    prepare(tx.db, 'SELECT id FROM external_jwt_signers WHERE enroll_auth_policy_id = ? ORDER BY id').all(id) as Array<{ id: string }>
-  ).map((r) => r.id);
+async function referencedBy(q: Sql, id: string): Promise<Array<[string, string[]]>> {
+  const identities = await q.column<string>('SELECT id FROM identities WHERE auth_policy_id = ? ORDER BY id', [id]);
+  const signers = await q.column<string>('SELECT id FROM external_jwt_signers WHERE enroll_auth_policy_id = ? ORDER BY id', [id]);
   const out: Array<[string, string[]]> = [];
   if (identities.length > 0) out.push(['identities', identities]);
   if (signers.length > 0) out.push(['externalJwtSigners', signers]);
   return out;
 }
 
-export function createAuthPolicyService(db: Db, clock: Clock = systemClock) {
+export function createAuthPolicyService(store: Store, clock: Clock = systemClock) {
   const entities = createEntityService(
     authPolicyResource,
-    db,
+    store,
     {
-      beforeCreate(tx, values) {
+      async beforeCreate(tx, values) {
         values.primary = normalizePrimary(values.primary as Json);
         values.secondary = normalizeSecondary(values.secondary as Json);
-        checkSigners(tx, values.primary as Json, values.secondary as Json);
+        await checkSigners(tx, values.primary as Json, values.secondary as Json);
       },
-      beforeUpdate(tx, existing, changes, mode, body) {
+      async beforeUpdate(tx, existing, changes, mode, body) {
         if (mode === 'patch') {
           if (isObject(body.primary)) changes.primary = mergeSupplied(existing.primary as Json, body.primary);
           if (isObject(body.secondary)) {
@@ -102,11 +99,11 @@ export function createAuthPolicyService(db: Db, clock: Clock = systemClock) {
         const secondary = normalizeSecondary((changes.secondary ?? existing.secondary) as Json);
         if (changes.primary !== undefined) changes.primary = primary;
         if (changes.secondary !== undefined) changes.secondary = secondary;
-        checkSigners(tx, primary, secondary);
+        await checkSigners(tx, primary, secondary);
       },
-      beforeDelete(tx, existing) {
+      async beforeDelete(tx, existing) {
         const id = existing.id as string;
-        const refs = referencedBy(tx, id);
+        const refs = await referencedBy(tx, id);
         if (refs.length > 0) {
           const text = refs.map(([kind, ids]) => `${kind} with id(s) [${ids.join(' ')}]`).join(' and ');
           throw new ApiError('CAN_NOT_DELETE_REFERENCED_ENTITY', {

@@ -28,6 +28,8 @@ export const authenticatorResource = defineResource({
     extendRequestedAt: { schema: DateTimeNullable, column: 'extend_requested_at', kind: 'datetime', empty: 'omit' },
     lastAuthResolvedToRoot: { schema: Type.Boolean(), column: 'last_auth_resolved_to_root', kind: 'bool', empty: 'omit' },
     lastExtendRolledKeys: { schema: Type.Boolean(), column: 'last_extend_rolled_keys', kind: 'bool', empty: 'omit' },
+    // Written with certPem (cert-facts.ts `publicKeyPrint`), for the filter below; not in the read model.
+    publicKeyPrint: { schema: Type.String(), read: false, column: 'public_key_print' },
   },
   computed: { identity: EntityRef },
   // Upstream's store names as well; the password hash and salt are never filterable.
@@ -40,6 +42,6 @@ export const authenticatorResource = defineResource({
     lastAuthResolvedToRoot: { kind: 'scalar', type: 'bool', sql: 'e.last_auth_resolved_to_root' },
     lastExtendRolledKeys: { kind: 'scalar', type: 'bool', sql: 'e.last_extend_rolled_keys' },
     // SHA-256 of the certificate's public key (SubjectPublicKeyInfo), hex, as upstream computes it.
-    publicKeyPrint: { kind: 'scalar', type: 'string', sql: 'pc_public_key_print(e.cert_pem)', sortable: false },
+    publicKeyPrint: { kind: 'scalar', type: 'string', sql: 'e.public_key_print', sortable: false },
   },
 });

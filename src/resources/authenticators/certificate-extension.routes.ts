@@ -30,8 +30,8 @@ export function certificateExtensionRoutes(extension: CertificateExtension): Rou
       method: 'POST', url: '/current-identity/authenticators/:id/extend-verify', operationId: 'extendVerifyCurrentIdentityAuthenticator', tag,
       summary: 'Confirm receipt of the extended certificate, which then replaces the old one', access: 'session',
       params: IdParams, body: ExtendVerifyRequest, response: { 200: emptyEnvelope },
-      handler: (req) => {
-        extension.verify(callerOf(req).identity.id, id(req.params), (req.body as { clientCert: string }).clientCert);
+      handler: async (req) => {
+        await extension.verify(callerOf(req).identity.id, id(req.params), (req.body as { clientCert: string }).clientCert);
         return empty();
       },
     },

@@ -7,16 +7,15 @@
  */
 import type { PeerCertificate } from 'node:tls';
 import { ApiError, notFound } from '../../errors.ts';
-import type { Db } from '../../store/database.ts';
-import { prepare } from '../../store/entity-table.ts';
-import { withTransaction } from '../../store/transaction.ts';
+import type { Store } from '../../store/store.ts';
 import { parseCsr } from '../../pki/csr.ts';
 import type { Issuer } from '../../pki/issue-certificate.ts';
 import { readCertificateBundle, readPeerCertificates, verifyChain, type ParsedCertificate } from '../../pki/certificate-chain.ts';
 import { isoNow, systemClock, type Clock } from '../entity-service.ts';
+import { publicKeyPrint } from './cert-facts.ts';
 
 export interface CertificateExtensionDeps {
-  db: Db;
+  store: Store;
   pki: {
     issuer: Issuer;
     /** The well-known CA bundle, one PEM per certificate. */
@@ -39,17 +38,17 @@ interface AuthenticatorRow {
 const cannotUpdate = (message: string) => new ApiError('CAN_NOT_UPDATE_AUTHENTICATOR', { cause: { code: 'UNHANDLED', message } });
 
 export function createCertificateExtension(deps: CertificateExtensionDeps) {
-  const { db, pki } = deps;
+  const { store, pki } = deps;
   const clock = deps.clock ?? systemClock;
   const bundle = pki.caCertPems.flatMap((pem) => readCertificateBundle(pem));
   /** The `ca` of the extend response: the bundle, each certificate preceded by a newline (as upstream). */
   const caField = pki.caCertPems.map((pem) => `\n${pem}`).join('');
 
-  function load(id: string): AuthenticatorRow {
-    const row = prepare(
-      db,
+  async function load(id: string): Promise<AuthenticatorRow> {
+    const row = await store.get<AuthenticatorRow>(
       'SELECT id, identity_id, method, cert_pem, fingerprint, is_issued_by_network, unverified_cert_pem, unverified_fingerprint FROM authenticators WHERE id = ?',
-    ).get(id) as AuthenticatorRow | undefined;
+      [id],
+    );
     if (!row) throw notFound('authenticator', id);
     return row;
   }
@@ -68,7 +67,7 @@ export function createCertificateExtension(deps: CertificateExtensionDeps) {
   /** `POST /current-identity/authenticators/{id}/extend`: issues the new certificate, held as pending. */
   async function extend(callerIdentityId: string, id: string, clientCertCsr: string, peers: readonly PeerCertificate[]) {
     const chain = presented(peers);
-    const row = load(id);
+    const row = await load(id);
     if (row.method !== 'cert' || row.is_issued_by_network !== 1 || !row.cert_pem) {
       throw cannotUpdate('only certificates issued by the network can be extended');
     }
@@ -84,19 +83,19 @@ export function createCertificateExtension(deps: CertificateExtensionDeps) {
     // The SANs (e.g. a SPIFFE id) carry over from the current certificate; the subject comes from the CSR.
     const current = readCertificateBundle(row.cert_pem)[0];
     const issued = await pki.issuer.issueClientCertificate(csr, { sans: current.sans, now: clock.now() });
-    withTransaction(db, (tx) => {
-      const updated = prepare(
-        tx.db,
+    await store.write(async (tx) => {
+      const updated = await tx.run(
         'UPDATE authenticators SET unverified_cert_pem = ?, unverified_fingerprint = ?, updated_at = ? WHERE id = ? AND fingerprint = ?',
-      ).run(issued.certPem, issued.fingerprint, isoNow(clock), row.id, leaf.fingerprint);
+        [issued.certPem, issued.fingerprint, isoNow(clock), row.id, leaf.fingerprint],
+      );
       if (updated.changes !== 1) throw cannotUpdate('the authenticator changed while the certificate was issued');
     });
     return { ca: caField, clientCert: issued.chainPem };
   }
 
   /** `POST /current-identity/authenticators/{id}/extend-verify`: the pending certificate becomes current. */
-  function verify(callerIdentityId: string, id: string, clientCert: string): void {
-    const row = load(id);
+  async function verify(callerIdentityId: string, id: string, clientCert: string): Promise<void> {
+    const row = await load(id);
     if (row.method !== 'cert' || !row.cert_pem) throw cannotUpdate('only certificate authenticators can be extended');
     if (row.identity_id !== callerIdentityId) throw new ApiError('UNAUTHORIZED');
     if (!row.unverified_cert_pem || !row.unverified_fingerprint) throw cannotUpdate('no certificate extension is pending');
@@ -111,17 +110,19 @@ export function createCertificateExtension(deps: CertificateExtensionDeps) {
     }
     const previous = readCertificateBundle(row.cert_pem)[0];
     const rolledKeys = previous === undefined || previous.publicKeyPrint !== submitted.publicKeyPrint;
-    withTransaction(db, (tx) => {
-      const updated = prepare(
-        tx.db,
+    // The pending certificate (matched by its fingerprint below) becomes cert_pem: its public key print goes with it.
+    const print = publicKeyPrint(row.unverified_cert_pem);
+    await store.write(async (tx) => {
+      const updated = await tx.run(
         `UPDATE authenticators SET cert_pem = unverified_cert_pem, fingerprint = unverified_fingerprint, unverified_cert_pem = NULL,
            unverified_fingerprint = NULL, is_extend_requested = 0, is_key_roll_requested = 0, extend_requested_at = NULL,
-           last_extend_rolled_keys = ?, updated_at = ?
+           last_extend_rolled_keys = ?, public_key_print = ?, updated_at = ?
          WHERE id = ? AND unverified_fingerprint = ?`,
-      ).run(rolledKeys ? 1 : 0, isoNow(clock), row.id, submitted.fingerprint);
+        [rolledKeys ? 1 : 0, print, isoNow(clock), row.id, submitted.fingerprint],
+      );
       if (updated.changes !== 1) throw cannotUpdate('the pending extension changed meanwhile');
       // Sessions stop asking for an extension that has happened.
-      prepare(tx.db, 'UPDATE api_sessions SET is_cert_extend_requested = 0, is_cert_key_roll_requested = 0 WHERE authenticator_id = ?').run(row.id);
+      await tx.run('UPDATE api_sessions SET is_cert_extend_requested = 0, is_cert_key_roll_requested = 0 WHERE authenticator_id = ?', [row.id]);
     });
   }
 

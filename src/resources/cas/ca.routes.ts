@@ -23,9 +23,9 @@ export function caRoutes(cas: CaService): RouteSpec[] {
       method: 'POST', url: '/cas/:id/verify', operationId: 'verifyCa', tag, summary: 'Verify a CA with a certificate it signed',
       access: 'ca.update', params: IdParams, consumes: ['text/plain'],
       response: { 200: emptyEnvelope },
-      handler: (req) => {
+      handler: async (req) => {
         // Verifying proves the key: the CA's rights are narrowed to what the verifier holds too.
-        cas.verify((req.params as { id: string }).id, req.body, rightsOf(callerOf(req).identity));
+        await cas.verify((req.params as { id: string }).id, req.body, rightsOf(callerOf(req).identity));
         return empty();
       },
     },

@@ -6,8 +6,8 @@
  * authenticators it issued. Also the trust pools the enrollment and login code ask for.
  */
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../../store/database.ts';
-import { decodeRow, prepare, type Values } from '../../store/entity-table.ts';
+import type { Store } from '../../store/store.ts';
+import { decodeRow, type Values } from '../../store/entity-table.ts';
 import { ApiError, fieldError } from '../../errors.ts';
 import { signJwt, type JwtSigningKey } from '../../pki/enrollment-jwt.ts';
 import { parsePemBlocks } from '../../pki/pem.ts';
@@ -42,7 +42,7 @@ export interface TrustedCa {
 }
 
 export interface CaServiceDeps {
-  db: Db;
+  store: Store;
   /** Signs the CA auto-enrollment JWT (the TLS server key). */
   signer: JwtSigningKey;
   /** `https://<edge API host:port>`, no trailing slash. */
@@ -86,27 +86,25 @@ function claimFromBody(value: unknown, whole = false): ExternalIdClaim | null {
 }
 
 export function createCaService(deps: CaServiceDeps) {
-  const { db } = deps;
+  const { store } = deps;
   const clock = deps.clock ?? systemClock;
   const entities = createEntityService(
     caResource,
-    db,
+    store,
     {
-      beforeCreate(tx, values) {
-        const existing = prepare(tx.db, 'SELECT id FROM cas WHERE fingerprint = ?').get(values.fingerprint) as { id: string } | undefined;
+      async beforeCreate(tx, values) {
+        const existing = await tx.get<{ id: string }>('SELECT id FROM cas WHERE fingerprint = ?', [values.fingerprint]);
         if (existing) throw fieldError('certPem', `certificate already used as CA ${existing.id}`, '<pem>');
       },
-      beforeDelete(tx, existing) {
-        prepare(tx.db, 'DELETE FROM enrollments WHERE ca_id = ?').run(existing.id);
+      async beforeDelete(tx, existing) {
+        await tx.run('DELETE FROM enrollments WHERE ca_id = ?', [existing.id]);
         // Authenticators enrolled through the CA go with it (foreign key); so do certificate authenticators an
         // administrator created for certificates this CA issued.
         const ca = toTrusted(existing);
-        const candidates = prepare(
-          tx.db,
+        const candidates = await tx.all<{ id: string; cert_pem: string }>(
           "SELECT id, cert_pem FROM authenticators WHERE method = 'cert' AND ca_id IS NULL AND is_issued_by_network = 0 AND cert_pem IS NOT NULL",
-        ).all() as Array<{ id: string; cert_pem: string }>;
-        const remove = prepare(tx.db, 'DELETE FROM authenticators WHERE id = ?');
-        for (const row of candidates) if (issuedByCa(row.cert_pem, ca)) remove.run(row.id);
+        );
+        for (const row of candidates) if (issuedByCa(row.cert_pem, ca)) await tx.run('DELETE FROM authenticators WHERE id = ?', [row.id]);
       },
     },
     clock,
@@ -139,7 +137,7 @@ export function createCaService(deps: CaServiceDeps) {
     };
   }
 
-  function create(body: Record<string, unknown>, stamped: Values = {}): string {
+  function create(body: Record<string, unknown>, stamped: Values = {}): Promise<string> {
     const certificates = parseCaCertificates(body.certPem);
     const identityRoles = checkIdentityRoles(body.identityRoles);
     const externalIdClaim = claimFromBody(body.externalIdClaim, true);
@@ -155,8 +153,8 @@ export function createCaService(deps: CaServiceDeps) {
     });
   }
 
-  function update(id: string, body: Record<string, unknown>, mode: 'put' | 'patch', stamped: Values = {}): void {
-    const existing = entities.get(id);
+  async function update(id: string, body: Record<string, unknown>, mode: 'put' | 'patch', stamped: Values = {}): Promise<void> {
+    const existing = await entities.get(id);
     const extra: Values = { ...stamped };
     // A put must name the roles (`[]` for none); upstream refuses a null list there as missing.
     if (mode === 'put' && body.identityRoles === null) throw fieldError('identityRoles', 'identityRoles in body is required', []);
@@ -176,7 +174,7 @@ export function createCaService(deps: CaServiceDeps) {
       }
     }
     const { externalIdClaim: _claim, ...rest } = body;
-    entities.update(id, rest, mode, extra);
+    await entities.update(id, rest, mode, extra);
   }
 
   function present(values: Values): Record<string, unknown> {
@@ -187,8 +185,8 @@ export function createCaService(deps: CaServiceDeps) {
   }
 
   /** `POST /cas/{id}/verify`: proof that the operator holds the CA key (enrollment.md §4.3). */
-  function verify(id: string, body: unknown, verifier: Rights): void {
-    const ca = entities.get(id);
+  async function verify(id: string, body: unknown, verifier: Rights): Promise<void> {
+    const ca = await entities.get(id);
     if (ca.isVerified) throw new ApiError('CA_ALREADY_VERIFIED');
     const text = typeof body === 'string' ? body : '';
     // Upstream's answers: no cause for an unreadable body or a wrong common name, the x509 reason for a failed chain.
@@ -208,23 +206,23 @@ export function createCaService(deps: CaServiceDeps) {
     if (!issuedBy(certificate, caCertificate)) throw x509Failure('x509: certificate signed by unknown authority');
     if (!isValidAt(certificate, now) || !isValidAt(caCertificate, now)) throw x509Failure('x509: certificate has expired or is not yet valid');
     // Whoever can make the proof holds the CA key: the CA keeps only the rights its verifier holds too.
-    entities.update(id, {}, 'patch', { isVerified: true, trustRights: intersect(parseRights(ca.trustRights), verifier) });
+    await entities.update(id, {}, 'patch', { isVerified: true, trustRights: intersect(parseRights(ca.trustRights), verifier) });
   }
 
   /** The static CA auto-enrollment JWT (enrollment.md §1.6): `em: ca`, no expiry, signed with the TLS key. */
   async function enrollmentJwt(id: string): Promise<string> {
-    entities.get(id);
+    await entities.get(id);
     return signJwt({ iss: `${deps.issuer}/`, sub: id, aud: ['openziti-enroller'], jti: id, em: 'ca', ctrls: null }, deps.signer);
   }
 
-  function findTrusted(id: string): TrustedCa | undefined {
-    const values = entities.find(id);
+  async function findTrusted(id: string): Promise<TrustedCa | undefined> {
+    const values = await entities.find(id);
     return values ? toTrusted(values) : undefined;
   }
 
   /** CAs with a stored row matching `where` (a fixed SQL condition), for the trust pools. */
-  function trustedWhere(where: string): TrustedCa[] {
-    const rows = prepare(db, `SELECT * FROM cas WHERE ${where} ORDER BY created_at, id`).all() as Array<Record<string, unknown>>;
+  async function trustedWhere(where: string): Promise<TrustedCa[]> {
+    const rows = await store.all(`SELECT * FROM cas WHERE ${where} ORDER BY created_at, id`);
     return rows.map((row) => toTrusted(decodeRow(caResource.decl, row)));
   }
 
@@ -240,7 +238,7 @@ export function createCaService(deps: CaServiceDeps) {
     authPool: () => trustedWhere('is_verified = 1 AND is_auth_enabled = 1'),
     /** Verified CAs that allow auto enrollment. */
     autoEnrollmentPool: () => trustedWhere('is_verified = 1 AND is_auto_ca_enrollment_enabled = 1'),
-    count: () => (prepare(db, 'SELECT COUNT(*) AS n FROM cas').get() as { n: number }).n,
+    count: async () => Number(await store.value<number | string>('SELECT COUNT(*) AS n FROM cas')),
   };
 }
 

@@ -16,15 +16,17 @@ export function circuitRoutes(circuits: CircuitService): RouteSpec[] {
     {
       method: 'GET', url: '/circuits', operationId: 'listCircuits', tag: 'Circuit', summary: 'List circuits',
       access: 'ops.read', querystring: ListQuery, response: { 200: listEnvelope(CircuitDetail) },
-      handler: (req) => {
-        const r = circuits.list(listRequest(req));
-        return list(r.items.map(circuits.present), r.page, r.filterableFields);
+      handler: async (req) => {
+        const r = await circuits.list(listRequest(req));
+        const items: Array<Record<string, unknown>> = [];
+        for (const item of r.items) items.push(await circuits.present(item));
+        return list(items, r.page, r.filterableFields);
       },
     },
     {
       method: 'GET', url: '/circuits/:id', operationId: 'detailCircuit', tag: 'Circuit', summary: 'Retrieve a circuit',
       access: 'ops.read', params: IdParams, response: { 200: detailEnvelope(CircuitDetail) },
-      handler: (req) => ok(circuits.present(circuits.get(idOf(req)))),
+      handler: async (req) => ok(await circuits.present(await circuits.get(idOf(req)))),
     },
   ];
 }

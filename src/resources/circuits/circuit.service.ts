@@ -4,8 +4,7 @@
  * writes the table; nothing here changes it. The tags are the ones the routers got with the circuit's routes
  * (service, dialing identity, host), as upstream keeps them.
  */
-import type { Db } from '../../store/database.ts';
-import { prepare, selectPage } from '../../store/entity-table.ts';
+import type { Store } from '../../store/store.ts';
 import { compileListQuery, type ListParams } from '../../query/index.ts';
 import { filterableFields } from '../../query/symbols.ts';
 import { assertFound } from '../../errors.ts';
@@ -38,14 +37,14 @@ function idList(json: string | null | undefined): string[] {
   return Array.isArray(value) ? value.map(String) : [];
 }
 
-export function createCircuitService(db: Db) {
-  function routerName(id: string): string | undefined {
-    return (prepare(db, 'SELECT name FROM routers WHERE id = ?').get(id) as { name: string } | undefined)?.name;
+export function createCircuitService(store: Store) {
+  async function routerName(id: string): Promise<string | undefined> {
+    return store.value<string>('SELECT name FROM routers WHERE id = ?', [id]);
   }
 
-  function list(req: ListParams): ListResult {
-    const q = compileListQuery(circuitSymbols, req);
-    const { rows, totalCount } = selectPage(db, CIRCUITS_WITH_REFS, q);
+  async function list(req: ListParams): Promise<ListResult> {
+    const q = compileListQuery(circuitSymbols, req, store.dialect);
+    const { rows, totalCount } = await store.page(CIRCUITS_WITH_REFS, q);
     return {
       items: rows,
       page: { limit: q.limit, offset: q.offset, totalCount, unlimited: q.unlimited },
@@ -53,15 +52,16 @@ export function createCircuitService(db: Db) {
     };
   }
 
-  function get(id: string): Record<string, unknown> {
-    const row = prepare(db, `SELECT e.* FROM ${CIRCUITS_WITH_REFS} e WHERE e.id = ?`).get(id) as Record<string, unknown> | undefined;
+  async function get(id: string): Promise<Record<string, unknown>> {
+    const row = await store.get(`SELECT e.* FROM ${CIRCUITS_WITH_REFS} e WHERE e.id = ?`, [id]);
     return assertFound(row, 'circuit', id);
   }
 
   /** The fabric circuitDetail of a row read by `list` or `get`. */
-  function present(row: Record<string, unknown>): Record<string, unknown> {
+  async function present(row: Record<string, unknown>): Promise<Record<string, unknown>> {
     const c = row as unknown as CircuitRow;
-    const nodes = idList(c.path).map((routerId) => fabricRef('routers', routerId, routerName(routerId)));
+    const nodes: Array<ReturnType<typeof fabricRef>> = [];
+    for (const routerId of idList(c.path)) nodes.push(fabricRef('routers', routerId, await routerName(routerId)));
     const links = idList(c.links).map((linkId) => fabricRef('links', linkId, linkId));
     return {
       _links: fabricLinks('circuits', c.id),

@@ -17,10 +17,12 @@ export function configTypeRoutes(configTypes: ConfigTypeService, configs: Config
       method: 'GET', url: '/config-types/:id/configs', operationId: 'listConfigsForConfigType', tag: 'Config',
       summary: 'List the configs of a config type', access: 'config.read',
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(configResource.schemas.detail) },
-      handler: (req) => {
+      handler: async (req) => {
         const typeId = (req.params as { id: string }).id;
-        const r = configs.list(listRequest(req), { sql: 'e.config_type_id = ?', params: [typeId] });
-        return list(r.items.map(configs.present), r.page, r.filterableFields);
+        const r = await configs.list(listRequest(req), { sql: 'e.config_type_id = ?', params: [typeId] });
+        const items: Array<Record<string, unknown>> = [];
+        for (const item of r.items) items.push(await configs.present(item));
+        return list(items, r.page, r.filterableFields);
       },
     },
   ];

@@ -4,8 +4,8 @@
  * be deleted while configs of it exist (409, the project contract; upstream answers 500). A schema
  * change applies to later config writes only, as upstream.
  */
-import type { Db } from '../../store/database.ts';
-import { prepare, type Values } from '../../store/entity-table.ts';
+import type { Values } from '../../store/entity-table.ts';
+import type { Sql, Store } from '../../store/store.ts';
 import { ApiError, fieldError } from '../../errors.ts';
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
 import { configTypeResource } from './config-type.resource.ts';
@@ -28,10 +28,10 @@ function normalize(values: Values, mode: 'create' | 'put' | 'patch'): void {
   }
 }
 
-export function createConfigTypeService(db: Db, clock: Clock = systemClock) {
+export function createConfigTypeService(store: Store, clock: Clock = systemClock) {
   const entities = createEntityService(
     configTypeResource,
-    db,
+    store,
     {
       beforeCreate(_tx, values) {
         normalize(values, 'create');
@@ -39,9 +39,9 @@ export function createConfigTypeService(db: Db, clock: Clock = systemClock) {
       beforeUpdate(_tx, _existing, changes, mode) {
         normalize(changes, mode);
       },
-      beforeDelete(tx, existing) {
+      async beforeDelete(tx, existing) {
         const id = existing.id as string;
-        if (prepare(tx.db, 'SELECT 1 FROM configs WHERE config_type_id = ? LIMIT 1').get(id)) {
+        if (await tx.get('SELECT 1 FROM configs WHERE config_type_id = ? LIMIT 1', [id])) {
           throw new ApiError('CAN_NOT_DELETE_REFERENCED_ENTITY', {
             cause: { code: 'UNHANDLED', message: `cannot delete config type ${id}, as configs of that type exist` },
           });
@@ -58,9 +58,9 @@ export function createConfigTypeService(db: Db, clock: Clock = systemClock) {
     return out;
   }
 
-  /** Stored schema of a type, or undefined when the type does not exist. */
-  function schemaOf(id: string): { schema: Record<string, unknown> | null; name: string } | undefined {
-    const row = prepare(db, 'SELECT name, schema FROM config_types WHERE id = ?').get(id) as { name: string; schema: string | null } | undefined;
+  /** Stored schema of a type, or undefined when the type does not exist; `q` is the transaction when inside one. */
+  async function schemaOf(id: string, q: Sql = store): Promise<{ schema: Record<string, unknown> | null; name: string } | undefined> {
+    const row = await q.get<{ name: string; schema: string | null }>('SELECT name, schema FROM config_types WHERE id = ?', [id]);
     if (!row) return undefined;
     return { name: row.name, schema: row.schema ? (JSON.parse(row.schema) as Record<string, unknown>) : null };
   }

@@ -5,9 +5,8 @@
  * services changed. Delete removes the config from every service's `configs` and from every identity
  * override that used it.
  */
-import type { Db } from '../../store/database.ts';
-import { prepare, type Values } from '../../store/entity-table.ts';
-import type { Tx } from '../../store/transaction.ts';
+import type { Values } from '../../store/entity-table.ts';
+import type { Sql, Store, Tx } from '../../store/store.ts';
 import { fieldError } from '../../errors.ts';
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
 import type { AccessService } from '../../access/access.service.ts';
@@ -26,76 +25,73 @@ function checkData(data: unknown): Record<string, unknown> {
 }
 
 /** Services that list the config. */
-function servicesUsing(tx: Tx, configId: string): string[] {
-  return (prepare(tx.db, 'SELECT service_id FROM service_configs WHERE config_id = ?').all(configId) as Array<{ service_id: string }>).map((r) => r.service_id);
+function servicesUsing(q: Sql, configId: string): Promise<string[]> {
+  return q.column<string>('SELECT service_id FROM service_configs WHERE config_id = ?', [configId]);
 }
 
 /** Tells every identity that sees the config (through a service or an override) that its services changed. */
-function touchConfigUsers(tx: Tx, access: AccessService, configId: string): void {
-  for (const serviceId of servicesUsing(tx, configId)) access.touchServiceUsers(tx, serviceId);
-  const overrides = prepare(tx.db, 'SELECT DISTINCT identity_id FROM identity_service_configs WHERE config_id = ?').all(configId) as Array<{ identity_id: string }>;
-  access.touch(
-    tx,
-    overrides.map((r) => r.identity_id),
-  );
+async function touchConfigUsers(tx: Tx, access: AccessService, configId: string): Promise<void> {
+  for (const serviceId of await servicesUsing(tx, configId)) await access.touchServiceUsers(tx, serviceId);
+  const overrides = await tx.column<string>('SELECT DISTINCT identity_id FROM identity_service_configs WHERE config_id = ?', [configId]);
+  await access.touch(tx, overrides);
 }
 
-export function createConfigService(db: Db, access: AccessService, configTypes: ConfigTypeService, clock: Clock = systemClock) {
-  function validateAgainstType(typeId: string, data: Record<string, unknown>): void {
-    validateConfigData(configTypes.schemaOf(typeId)?.schema, data);
+export function createConfigService(store: Store, access: AccessService, configTypes: ConfigTypeService, clock: Clock = systemClock) {
+  async function validateAgainstType(q: Sql, typeId: string, data: Record<string, unknown>): Promise<void> {
+    validateConfigData((await configTypes.schemaOf(typeId, q))?.schema, data);
   }
 
   const entities = createEntityService(
     configResource,
-    db,
+    store,
     {
-      beforeCreate(_tx, values, body) {
+      async beforeCreate(tx, values, body) {
         const typeId = body.configTypeId;
         if (typeId === '') throw fieldError('type', 'config type must be specified', '');
-        if (typeof typeId !== 'string' || !configTypes.schemaOf(typeId)) throw fieldError('type', 'invalid config type', typeId);
+        if (typeof typeId !== 'string' || !(await configTypes.schemaOf(typeId, tx))) throw fieldError('type', 'invalid config type', typeId);
         values.data = checkData(body.data);
-        validateAgainstType(typeId, values.data as Record<string, unknown>);
+        await validateAgainstType(tx, typeId, values.data as Record<string, unknown>);
       },
-      beforeUpdate(_tx, existing, changes, mode, body) {
+      async beforeUpdate(tx, existing, changes, mode, body) {
         // The type never changes after create (upstream silently keeps it).
         delete changes.configTypeId;
         if (mode === 'patch' && body.data === null) {
           // As upstream: a patch's null `data` is checked against the type's schema (an object schema refuses it on
           // `(root)`); where that passes, the stored data stays.
-          validateConfigData(configTypes.schemaOf(existing.configTypeId as string)?.schema, null);
+          validateConfigData((await configTypes.schemaOf(existing.configTypeId as string, tx))?.schema, null);
         } else if (mode === 'put' || body.data !== undefined) {
           changes.data = checkData(body.data);
         }
-        validateAgainstType(existing.configTypeId as string, (changes.data ?? existing.data) as Record<string, unknown>);
+        await validateAgainstType(tx, existing.configTypeId as string, (changes.data ?? existing.data) as Record<string, unknown>);
       },
-      afterUpdate(tx, existing) {
-        touchConfigUsers(tx, access, existing.id as string);
+      async afterUpdate(tx, existing) {
+        await touchConfigUsers(tx, access, existing.id as string);
       },
-      beforeDelete(tx, existing) {
+      async beforeDelete(tx, existing) {
         const id = existing.id as string;
         // As the issue asks: a deleted config leaves every identity override that used it (upstream refuses with a 500).
-        const overriders = prepare(tx.db, 'SELECT DISTINCT identity_id FROM identity_service_configs WHERE config_id = ?').all(id) as Array<{ identity_id: string }>;
-        access.touch(tx, overriders.map((r) => r.identity_id));
-        prepare(tx.db, 'DELETE FROM identity_service_configs WHERE config_id = ?').run(id);
-        const services = servicesUsing(tx, id);
+        const overriders = await tx.column<string>('SELECT DISTINCT identity_id FROM identity_service_configs WHERE config_id = ?', [id]);
+        await access.touch(tx, overriders);
+        await tx.run('DELETE FROM identity_service_configs WHERE config_id = ?', [id]);
+        const services = await servicesUsing(tx, id);
         for (const serviceId of services) {
-          access.touchServiceUsers(tx, serviceId);
-          const row = prepare(tx.db, 'SELECT configs FROM services WHERE id = ?').get(serviceId) as { configs: string } | undefined;
+          await access.touchServiceUsers(tx, serviceId);
+          const row = await tx.get<{ configs: string }>('SELECT configs FROM services WHERE id = ?', [serviceId]);
           if (!row) continue;
           const remaining = (JSON.parse(row.configs) as string[]).filter((c) => c !== id);
-          prepare(tx.db, 'UPDATE services SET configs = ? WHERE id = ?').run(JSON.stringify(remaining), serviceId);
+          await tx.run('UPDATE services SET configs = ? WHERE id = ?', [JSON.stringify(remaining), serviceId]);
         }
-        prepare(tx.db, 'DELETE FROM service_configs WHERE config_id = ?').run(id);
+        await tx.run('DELETE FROM service_configs WHERE config_id = ?', [id]);
       },
     },
     clock,
   );
 
   /** The config read model (configDetail): base fields, name, type id and ref, data. */
-  function present(values: Values): Record<string, unknown> {
+  async function present(values: Values): Promise<Record<string, unknown>> {
     const out = configResource.presentStored(values);
     const typeId = values.configTypeId as string;
-    const type = configTypes.schemaOf(typeId);
+    const type = await configTypes.schemaOf(typeId);
     out.configType = { _links: { self: { href: `./config-types/${typeId}` } }, entity: 'config-types', id: typeId, name: type?.name ?? '' };
     out.data = values.data ?? {};
     return out;

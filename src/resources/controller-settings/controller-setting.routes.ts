@@ -27,24 +27,24 @@ export function controllerSettingRoutes(settings: ControllerSettingService): Rou
     {
       method: 'DELETE', url: base, operationId: `deleteControllerSetting${suffix}`, tag, summary: 'Delete a controller setting object',
       access: 'admin', params: IdParams, response: { 200: emptyEnvelope },
-      handler: (req) => {
-        settings.remove(idOf(req));
+      handler: async (req) => {
+        await settings.remove(idOf(req));
         return empty();
       },
     },
     {
       method: 'PATCH', url: base, operationId: `patchControllerSetting${suffix}`, tag, summary: 'Update the supplied fields on a controller setting object',
       access: 'admin', params: IdParams, body: r.schemas.patch, response: { 200: emptyEnvelope },
-      handler: (req) => {
-        settings.update(idOf(req), body(req), 'patch');
+      handler: async (req) => {
+        await settings.update(idOf(req), body(req), 'patch');
         return empty();
       },
     },
     {
       method: 'PUT', url: base, operationId: `updateControllerSetting${suffix}`, tag, summary: 'Update all fields on a controller setting object',
       access: 'admin', params: IdParams, body: r.schemas.update, response: { 200: emptyEnvelope },
-      handler: (req) => {
-        settings.update(idOf(req), body(req), 'put');
+      handler: async (req) => {
+        await settings.update(idOf(req), body(req), 'put');
         return empty();
       },
     },
@@ -56,7 +56,7 @@ export function controllerSettingRoutes(settings: ControllerSettingService): Rou
       method: 'GET', url: '/controller-settings/:id/effective', operationId: 'detailControllerSettingEffective', tag,
       summary: "A controller's effective settings: its own overlaid on the global ones", access: 'admin-read',
       params: IdParams, response: { 200: detailEnvelope(ControllerSettingEffective) },
-      handler: (req) => ok(settings.effective(idOf(req))),
+      handler: async (req) => ok(await settings.effective(idOf(req))),
     },
     ...writes('/controller-settings/:id/effective', ''),
     ...writes('/controller-settings/:id', 'Record'),

@@ -7,8 +7,8 @@
  * global value, else empty. A list is "set" when present and not null, even when empty (an empty list
  * overrides a non-empty global one); lists are replaced, never concatenated.
  */
-import type { Db } from '../../store/database.ts';
-import { prepare, type Values } from '../../store/entity-table.ts';
+import type { Values } from '../../store/entity-table.ts';
+import type { Store } from '../../store/store.ts';
 import { ApiError, fieldError, notFound } from '../../errors.ts';
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
 import { controllerSettingResource, GLOBAL_SETTINGS_ID } from './controller-setting.resource.ts';
@@ -49,17 +49,17 @@ export function effectiveOidc(global: OidcSettings | null, instance: OidcSetting
   };
 }
 
-export function createControllerSettingService(db: Db, clock: Clock = systemClock) {
+export function createControllerSettingService(store: Store, clock: Clock = systemClock) {
   const entities = createEntityService(
     controllerSettingResource,
-    db,
+    store,
     {
-      beforeCreate(tx, values) {
+      async beforeCreate(tx, values) {
         const controllerId = typeof values.controllerId === 'string' ? values.controllerId.trim() : '';
         if (controllerId === '') throw fieldError('controllerId', 'controllerId is required', values.controllerId ?? '');
         if (controllerId === GLOBAL_SETTINGS_ID) throw fieldError('controllerId', 'the global settings exist already and belong to no controller', controllerId);
-        if (!prepare(tx.db, 'SELECT 1 FROM controllers WHERE id = ?').get(controllerId)) throw notFound('controller', controllerId);
-        if (prepare(tx.db, 'SELECT 1 FROM controller_settings WHERE id = ?').get(controllerId)) {
+        if (!(await tx.get('SELECT 1 FROM controllers WHERE id = ?', [controllerId]))) throw notFound('controller', controllerId);
+        if (await tx.get('SELECT 1 FROM controller_settings WHERE id = ?', [controllerId])) {
           throw fieldError('controllerId', `duplicate value '${controllerId}' in unique index on controller-settings store`, controllerId);
         }
         values.controllerId = controllerId;
@@ -89,14 +89,12 @@ export function createControllerSettingService(db: Db, clock: Clock = systemCloc
    * The effective settings of a controller (or of `global`): 404 unless a settings record or a controller
    * with that id exists. The base fields are those of the controller's own record, else of the controller.
    */
-  function effective(id: string): Record<string, unknown> {
-    const global = entities.get(GLOBAL_SETTINGS_ID);
-    const own = entities.find(id);
+  async function effective(id: string): Promise<Record<string, unknown>> {
+    const global = await entities.get(GLOBAL_SETTINGS_ID);
+    const own = await entities.find(id);
     let base: Values | undefined = own;
     if (!base) {
-      const controller = prepare(db, 'SELECT created_at, updated_at FROM controllers WHERE id = ?').get(id) as
-        | { created_at: string; updated_at: string }
-        | undefined;
+      const controller = await store.get<{ created_at: string; updated_at: string }>('SELECT created_at, updated_at FROM controllers WHERE id = ?', [id]);
       if (!controller) throw notFound('controller', id);
       base = { id, createdAt: controller.created_at, updatedAt: controller.updated_at, tags: {} };
     }

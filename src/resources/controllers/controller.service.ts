@@ -2,10 +2,8 @@
  * Controller records: registering this instance at start, and the per-API read model (the client API
  * shows only the client-facing API addresses, as upstream).
  */
-import type { Db } from '../../store/database.ts';
+import type { Store } from '../../store/store.ts';
 import type { Values } from '../../store/entity-table.ts';
-import { prepare } from '../../store/entity-table.ts';
-import { withTransaction } from '../../store/transaction.ts';
 import { createEntityService } from '../entity-service.ts';
 import { controllerResource } from './controller.resource.ts';
 
@@ -18,24 +16,27 @@ export interface ControllerRegistration {
 
 const clientApiKeys = new Set(['edge-client', 'edge-oidc']);
 
-export function createControllerService(db: Db) {
-  const entities = createEntityService(controllerResource, db);
+export function createControllerService(store: Store) {
+  const entities = createEntityService(controllerResource, store);
 
   /** Inserts or refreshes this instance's record and marks it online. */
-  function register(self: ControllerRegistration, now = new Date().toISOString()): void {
-    withTransaction(db, (tx) => {
-      prepare(
-        tx.db,
+  async function register(self: ControllerRegistration, now = new Date().toISOString()): Promise<void> {
+    await store.write(async (tx) => {
+      await tx.run(
         `INSERT INTO controllers (id, name, cert_pem, fingerprint, api_addresses, is_online, last_joined_at, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET cert_pem = excluded.cert_pem, fingerprint = excluded.fingerprint,
            api_addresses = excluded.api_addresses, is_online = 1, last_joined_at = excluded.last_joined_at, updated_at = excluded.updated_at`,
-      ).run(self.id, self.id, self.certPem, self.fingerprint, JSON.stringify(self.apiAddresses), now, now, now);
+        [self.id, self.id, self.certPem, self.fingerprint, JSON.stringify(self.apiAddresses), now, now, now],
+      );
     });
   }
 
-  function markOffline(id: string): void {
-    if (db.open) prepare(db, 'UPDATE controllers SET is_online = 0 WHERE id = ?').run(id);
+  /** Marks the instance offline (when it stops: call it before the store is closed). */
+  async function markOffline(id: string): Promise<void> {
+    await store.write(async (tx) => {
+      await tx.run('UPDATE controllers SET is_online = 0 WHERE id = ?', [id]);
+    });
   }
 
   function presentFor(api: 'client' | 'management') {

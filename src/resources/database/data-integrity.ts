@@ -1,12 +1,12 @@
 /**
  * The data-integrity scan (model.md §8.1): every invariant this store relies on that SQLite does not enforce
- * by itself, plus SQLite's own checks. Each step is synchronous; the run (database-ops.ts) yields between
- * steps in check mode and runs every step inside one write transaction in fix mode.
+ * by itself, plus SQLite's own checks. Each step reads one state: the run (database-ops.ts) gives each step a
+ * read snapshot in check mode and runs every step inside one write transaction in fix mode.
  *
  * What is checked:
  * - `PRAGMA integrity_check` (file/index corruption; not fixable) and `PRAGMA foreign_key_check` (dangling
  *   references of real foreign keys; fixed by deleting a row its parent owns (ON DELETE CASCADE) or clearing a
- *   nullable reference, else only reported);
+ *   nullable reference, else only reported), on SQLite only (PostgreSQL enforces its foreign keys itself);
  * - every `*_role_attributes` side table against its owner's `role_attributes` JSON column (fixed by rewriting
  *   the side rows from the JSON);
  * - policy role lists: readable JSON, valid role syntax, `#all` alone, `@id` naming an existing entity of the
@@ -20,9 +20,7 @@
  *   identity, service, edge router, posture check and policy (fixed by reloading the index and marking the
  *   identities whose answers changed), and sessions the store's policies no longer allow (fixed by deleting).
  */
-import type { Db } from '../../store/database.ts';
-import { prepare } from '../../store/entity-table.ts';
-import type { Tx } from '../../store/transaction.ts';
+import type { Sql, Store, Tx } from '../../store/store.ts';
 import { parseRoleRef } from '../../policy/role-ref.ts';
 import { createAccessService, policyStores, type AccessService } from '../../access/access.service.ts';
 import { policyRoleFields, roleFieldKind, type AccessIndex, type EntityKind, type PolicyKind, type RoleField } from '../../access/access-index.ts';
@@ -30,7 +28,9 @@ import type { Clock } from '../entity-service.ts';
 import { postureCheckTypeIds } from '../posture-checks/posture-check.resource.ts';
 
 export interface ScanContext {
-  db: Db;
+  store: Store;
+  /** Where the step reads: the write transaction in fix mode, a read snapshot in check mode. */
+  q: Sql;
   /** Present in fix mode: the write transaction every repair runs in. */
   tx?: Tx;
   access: AccessService;
@@ -41,14 +41,16 @@ export interface ScanContext {
 
 export interface ScanStep {
   name: string;
-  run(ctx: ScanContext): void;
+  run(ctx: ScanContext): Promise<void>;
 }
 
 type Row = Record<string, unknown>;
 
-function all(db: Db, sql: string, ...params: unknown[]): Row[] {
-  return prepare(db, sql).all(...params) as Row[];
+function all(q: Sql, sql: string, ...params: unknown[]): Promise<Row[]> {
+  return q.all<Row>(sql, params);
 }
+
+const isSqlite = (q: Sql) => q.dialect.name === 'sqlite';
 
 function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
@@ -81,16 +83,37 @@ function groupBy(rows: Row[], key: string, value: string): Map<string, Set<strin
   return out;
 }
 
-function tableColumns(db: Db, table: string): Array<{ name: string; notnull: number; pk: number }> {
-  return db.prepare(`PRAGMA table_info(${quoteIdent(table)})`).all() as Array<{ name: string; notnull: number; pk: number }>;
+interface ColumnInfo {
+  name: string;
+  notnull: number;
+  pk: number;
+}
+
+/** The columns of a table, from the engine's catalog (SQLite: `PRAGMA table_info`). */
+async function tableColumns(q: Sql, table: string): Promise<ColumnInfo[]> {
+  if (isSqlite(q)) return q.all<ColumnInfo>(`PRAGMA table_info(${quoteIdent(table)})`);
+  const rows = await q.all<{ name: string; notnull: number | string; pk: number | string }>(
+    `SELECT c.column_name AS name, CASE WHEN c.is_nullable = 'NO' THEN 1 ELSE 0 END AS notnull,
+            CASE WHEN EXISTS (SELECT 1 FROM information_schema.table_constraints tc
+                                JOIN information_schema.key_column_usage k
+                                  ON k.constraint_name = tc.constraint_name AND k.table_schema = tc.table_schema
+                               WHERE tc.constraint_type = 'PRIMARY KEY' AND tc.table_schema = c.table_schema
+                                 AND tc.table_name = c.table_name AND k.column_name = c.column_name) THEN 1 ELSE 0 END AS pk
+       FROM information_schema.columns c
+      WHERE c.table_schema = current_schema() AND c.table_name = ?
+      ORDER BY c.ordinal_position`,
+    [table],
+  );
+  return rows.map((r) => ({ name: r.name, notnull: Number(r.notnull), pk: Number(r.pk) }));
 }
 
 // ---- SQLite's own checks -------------------------------------------------------------------------
 
 const sqliteIntegrity: ScanStep = {
   name: 'sqlite integrity',
-  run(ctx) {
-    const rows = ctx.db.prepare('PRAGMA integrity_check').all() as Array<{ integrity_check: string }>;
+  async run(ctx) {
+    if (!isSqlite(ctx.q)) return;
+    const rows = await ctx.q.all<{ integrity_check: string }>('PRAGMA integrity_check');
     for (const row of rows) if (row.integrity_check !== 'ok') ctx.report(`database integrity check: ${row.integrity_check}`, false);
   },
 };
@@ -105,34 +128,36 @@ interface ForeignKey {
 
 const foreignKeys: ScanStep = {
   name: 'foreign keys',
-  run(ctx) {
-    const violations = ctx.db.prepare('PRAGMA foreign_key_check').all() as Array<{ table: string; rowid: number | null; parent: string; fkid: number }>;
+  async run(ctx) {
+    // PostgreSQL enforces every foreign key itself: no row can violate one there.
+    if (!isSqlite(ctx.q)) return;
+    const violations = await ctx.q.all<{ table: string; rowid: number | null; parent: string; fkid: number }>('PRAGMA foreign_key_check');
     // Group by (child table, foreign key): one query per key names the offending rows even in WITHOUT ROWID tables.
     const groups = new Map<string, { table: string; fkid: number; parent: string }>();
     for (const v of violations) groups.set(`${v.table}\u0000${v.fkid}`, { table: v.table, fkid: v.fkid, parent: v.parent });
     for (const { table, fkid, parent } of groups.values()) {
-      const fks = (ctx.db.prepare(`PRAGMA foreign_key_list(${quoteIdent(table)})`).all() as ForeignKey[]).filter((f) => f.id === fkid);
+      const fks = (await ctx.q.all<ForeignKey>(`PRAGMA foreign_key_list(${quoteIdent(table)})`)).filter((f) => f.id === fkid);
       if (fks.length !== 1) {
         // Composite keys are not used by this schema; report without a repair.
         ctx.report(`${table} has rows whose reference to ${parent} points at a missing record`, false);
         continue;
       }
       const fk = fks[0]!;
-      const parentKey = fk.to ?? tableColumns(ctx.db, parent).find((c) => c.pk === 1)?.name ?? 'id';
-      const nullable = tableColumns(ctx.db, table).find((c) => c.name === fk.from)?.notnull === 0;
+      const parentKey = fk.to ?? (await tableColumns(ctx.q, parent)).find((c) => c.pk === 1)?.name ?? 'id';
+      const nullable = (await tableColumns(ctx.q, table)).find((c) => c.name === fk.from)?.notnull === 0;
       // A row the parent owns (ON DELETE CASCADE) goes, as it would have gone with its parent; a nullable
       // reference is cleared; any other row (e.g. an identity whose type is missing) is reported, not deleted.
       const repair = fk.on_delete === 'CASCADE' ? 'delete' : nullable ? 'clear' : undefined;
       const where = `${quoteIdent(fk.from)} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${quoteIdent(parent)} p WHERE p.${quoteIdent(parentKey)} = c.${quoteIdent(fk.from)})`;
-      const values = (ctx.db.prepare(`SELECT DISTINCT c.${quoteIdent(fk.from)} AS v FROM ${quoteIdent(table)} c WHERE ${where}`).all() as Array<{ v: unknown }>).map(
-        (r) => String(r.v),
+      const values = (await ctx.q.column<unknown>(`SELECT DISTINCT c.${quoteIdent(fk.from)} AS v FROM ${quoteIdent(table)} c WHERE ${where}`)).map((v) =>
+        String(v),
       );
       for (const value of values) {
         let repaired = repair !== undefined;
-        if (ctx.tx && repair === 'delete') ctx.tx.db.prepare(`DELETE FROM ${quoteIdent(table)} WHERE ${quoteIdent(fk.from)} = ?`).run(value);
+        if (ctx.tx && repair === 'delete') await ctx.tx.run(`DELETE FROM ${quoteIdent(table)} WHERE ${quoteIdent(fk.from)} = ?`, [value]);
         if (ctx.tx && repair === 'clear') {
           try {
-            ctx.tx.db.prepare(`UPDATE ${quoteIdent(table)} SET ${quoteIdent(fk.from)} = NULL WHERE ${quoteIdent(fk.from)} = ?`).run(value);
+            await ctx.tx.run(`UPDATE ${quoteIdent(table)} SET ${quoteIdent(fk.from)} = NULL WHERE ${quoteIdent(fk.from)} = ?`, [value]);
           } catch {
             // Clearing would break another constraint (e.g. a CHECK): leave the row and say so.
             repaired = false;
@@ -153,17 +178,34 @@ interface AttributeTable {
   valueColumn: string;
 }
 
+/** The first foreign key of a table (its referencing column and the table it references), from the engine's catalog. */
+async function firstForeignKey(q: Sql, table: string): Promise<Pick<ForeignKey, 'table' | 'from'> | undefined> {
+  if (isSqlite(q)) return (await q.all<ForeignKey>(`PRAGMA foreign_key_list(${quoteIdent(table)})`))[0];
+  return q.get<Pick<ForeignKey, 'table' | 'from'>>(
+    `SELECT ccu.table_name AS "table", kcu.column_name AS "from"
+       FROM information_schema.table_constraints tc
+       JOIN information_schema.key_column_usage kcu ON kcu.constraint_name = tc.constraint_name AND kcu.table_schema = tc.table_schema
+       JOIN information_schema.constraint_column_usage ccu ON ccu.constraint_name = tc.constraint_name AND ccu.table_schema = tc.table_schema
+      WHERE tc.constraint_type = 'FOREIGN KEY' AND tc.table_schema = current_schema() AND tc.table_name = ?
+      ORDER BY tc.constraint_name, kcu.ordinal_position
+      LIMIT 1`,
+    [table],
+  );
+}
+
 /** Every `<x>_role_attributes` side table, its owner table (from its foreign key) and its columns. */
-function attributeTables(db: Db): AttributeTable[] {
-  const names = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%\\_role\\_attributes' ESCAPE '\\' ORDER BY name").all() as Array<{
-    name: string;
-  }>;
+async function attributeTables(q: Sql): Promise<AttributeTable[]> {
+  const names = await q.column<string>(
+    isSqlite(q)
+      ? "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%\\_role\\_attributes' ESCAPE '\\' ORDER BY name"
+      : "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name LIKE '%\\_role\\_attributes' ESCAPE '\\' ORDER BY table_name",
+  );
   const out: AttributeTable[] = [];
-  for (const { name } of names) {
-    const fk = (db.prepare(`PRAGMA foreign_key_list(${quoteIdent(name)})`).all() as ForeignKey[])[0];
+  for (const name of names) {
+    const fk = await firstForeignKey(q, name);
     if (!fk) continue;
-    if (!tableColumns(db, fk.table).some((c) => c.name === 'role_attributes')) continue;
-    const valueColumn = tableColumns(db, name).find((c) => c.name !== fk.from)?.name;
+    if (!(await tableColumns(q, fk.table)).some((c) => c.name === 'role_attributes')) continue;
+    const valueColumn = (await tableColumns(q, name)).find((c) => c.name !== fk.from)?.name;
     if (!valueColumn) continue;
     out.push({ table: name, owner: fk.table, ownerColumn: fk.from, valueColumn });
   }
@@ -172,10 +214,10 @@ function attributeTables(db: Db): AttributeTable[] {
 
 const roleAttributes: ScanStep = {
   name: 'role attributes',
-  run(ctx) {
-    for (const t of attributeTables(ctx.db)) {
-      const side = groupBy(all(ctx.db, `SELECT ${quoteIdent(t.ownerColumn)} AS o, ${quoteIdent(t.valueColumn)} AS v FROM ${quoteIdent(t.table)}`), 'o', 'v');
-      const owners = all(ctx.db, `SELECT id, role_attributes FROM ${quoteIdent(t.owner)}`);
+  async run(ctx) {
+    for (const t of await attributeTables(ctx.q)) {
+      const side = groupBy(await all(ctx.q, `SELECT ${quoteIdent(t.ownerColumn)} AS o, ${quoteIdent(t.valueColumn)} AS v FROM ${quoteIdent(t.table)}`), 'o', 'v');
+      const owners = await all(ctx.q, `SELECT id, role_attributes FROM ${quoteIdent(t.owner)}`);
       for (const owner of owners) {
         const id = String(owner.id);
         const actual = side.get(id) ?? new Set<string>();
@@ -184,7 +226,7 @@ const roleAttributes: ScanStep = {
         if (!expected) {
           ctx.report(`${t.owner} ${id} has an unreadable role attribute list; it is rebuilt from ${t.table}`, true);
           expected = sortedUnique(actual);
-          ctx.tx?.db.prepare(`UPDATE ${quoteIdent(t.owner)} SET role_attributes = ? WHERE id = ?`).run(JSON.stringify(expected), id);
+          await ctx.tx?.run(`UPDATE ${quoteIdent(t.owner)} SET role_attributes = ? WHERE id = ?`, [JSON.stringify(expected), id]);
         }
         const want = new Set(expected);
         for (const a of want) {
@@ -198,11 +240,9 @@ const roleAttributes: ScanStep = {
           rewrite = true;
         }
         if (rewrite && ctx.tx) {
-          ctx.tx.db.prepare(`DELETE FROM ${quoteIdent(t.table)} WHERE ${quoteIdent(t.ownerColumn)} = ?`).run(id);
-          const insert = ctx.tx.db.prepare(
-            `INSERT OR IGNORE INTO ${quoteIdent(t.table)} (${quoteIdent(t.ownerColumn)}, ${quoteIdent(t.valueColumn)}) VALUES (?, ?)`,
-          );
-          for (const a of want) insert.run(id, a);
+          await ctx.tx.run(`DELETE FROM ${quoteIdent(t.table)} WHERE ${quoteIdent(t.ownerColumn)} = ?`, [id]);
+          const insert = `INSERT INTO ${quoteIdent(t.table)} (${quoteIdent(t.ownerColumn)}, ${quoteIdent(t.valueColumn)}) VALUES (?, ?) ON CONFLICT DO NOTHING`;
+          for (const a of want) await ctx.tx.run(insert, [id, a]);
         }
       }
     }
@@ -219,20 +259,20 @@ const entityIdQueries: Record<EntityKind, string> = {
   postureCheck: 'SELECT id FROM posture_checks',
 };
 
-function entityIds(db: Db, kind: EntityKind): Set<string> {
-  return new Set((db.prepare(entityIdQueries[kind]).all() as Array<{ id: string }>).map((r) => r.id));
+async function entityIds(q: Sql, kind: EntityKind): Promise<Set<string>> {
+  return new Set(await q.column<string>(entityIdQueries[kind]));
 }
 
 const policies: ScanStep = {
   name: 'policies',
-  run(ctx) {
+  async run(ctx) {
     const ids: Record<EntityKind, Set<string>> = {
-      identity: entityIds(ctx.db, 'identity'),
-      service: entityIds(ctx.db, 'service'),
-      edgeRouter: entityIds(ctx.db, 'edgeRouter'),
-      postureCheck: entityIds(ctx.db, 'postureCheck'),
+      identity: await entityIds(ctx.q, 'identity'),
+      service: await entityIds(ctx.q, 'service'),
+      edgeRouter: await entityIds(ctx.q, 'edgeRouter'),
+      postureCheck: await entityIds(ctx.q, 'postureCheck'),
     };
-    const roleRows = all(ctx.db, 'SELECT policy_id, field, role FROM policy_roles');
+    const roleRows = await all(ctx.q, 'SELECT policy_id, field, role FROM policy_roles');
     const rowsByPolicy = new Map<string, Row[]>();
     for (const row of roleRows) {
       const list = rowsByPolicy.get(String(row.policy_id)) ?? [];
@@ -245,12 +285,12 @@ const policies: ScanStep = {
       const store = policyStores[kind];
       const fields = policyRoleFields[kind];
       const columns = fields.map((f) => store.columns[f]!);
-      for (const policy of all(ctx.db, `SELECT id, ${columns.join(', ')} FROM ${store.table}`)) {
+      for (const policy of await all(ctx.q, `SELECT id, ${columns.join(', ')} FROM ${store.table}`)) {
         const id = String(policy.id);
         known.add(id);
         const stored = rowsByPolicy.get(id) ?? [];
         const expected = new Set<string>();
-        fields.forEach((field, i) => {
+        for (const [i, field] of fields.entries()) {
           const column = columns[i]!;
           const fromRows = sortedUnique(stored.filter((r) => r.field === field).map((r) => String(r.role)));
           let roles = stringList(policy[column]);
@@ -280,9 +320,9 @@ const policies: ScanStep = {
             normalized = ['#all'];
             changed = true;
           }
-          if (changed && ctx.tx) ctx.tx.db.prepare(`UPDATE ${store.table} SET ${column} = ? WHERE id = ?`).run(JSON.stringify(normalized), id);
+          if (changed && ctx.tx) await ctx.tx.run(`UPDATE ${store.table} SET ${column} = ? WHERE id = ?`, [JSON.stringify(normalized), id]);
           for (const role of changed && ctx.tx ? normalized : roles) expected.add(`${field}\u0000${role}`);
-        });
+        }
         const actual = new Set(stored.map((r) => `${String(r.field)}\u0000${String(r.role)}`));
         let rewrite = false;
         for (const key of expected) {
@@ -298,11 +338,11 @@ const policies: ScanStep = {
           rewrite = true;
         }
         if (rewrite && ctx.tx) {
-          ctx.tx.db.prepare('DELETE FROM policy_roles WHERE policy_id = ?').run(id);
-          const insert = ctx.tx.db.prepare('INSERT OR IGNORE INTO policy_roles (policy_id, field, role) VALUES (?, ?, ?)');
+          await ctx.tx.run('DELETE FROM policy_roles WHERE policy_id = ?', [id]);
+          const insert = 'INSERT INTO policy_roles (policy_id, field, role) VALUES (?, ?, ?) ON CONFLICT DO NOTHING';
           for (const key of expected) {
             const [field, role] = key.split('\u0000');
-            insert.run(id, field, role);
+            await ctx.tx.run(insert, [id, field, role]);
           }
         }
       }
@@ -311,7 +351,7 @@ const policies: ScanStep = {
     for (const [policyId, rows] of rowsByPolicy) {
       if (known.has(policyId)) continue;
       ctx.report(`policy_roles holds ${rows.length} role row(s) of policy '${policyId}', which does not exist`, true);
-      ctx.tx?.db.prepare('DELETE FROM policy_roles WHERE policy_id = ?').run(policyId);
+      await ctx.tx?.run('DELETE FROM policy_roles WHERE policy_id = ?', [policyId]);
     }
   },
 };
@@ -320,10 +360,10 @@ const policies: ScanStep = {
 
 const serviceConfigs: ScanStep = {
   name: 'service configs',
-  run(ctx) {
-    const configType = new Map(all(ctx.db, 'SELECT id, config_type_id FROM configs').map((r) => [String(r.id), String(r.config_type_id)]));
-    const rows = groupBy(all(ctx.db, 'SELECT service_id, config_id FROM service_configs'), 'service_id', 'config_id');
-    for (const service of all(ctx.db, 'SELECT id, configs FROM services')) {
+  async run(ctx) {
+    const configType = new Map((await all(ctx.q, 'SELECT id, config_type_id FROM configs')).map((r) => [String(r.id), String(r.config_type_id)]));
+    const rows = groupBy(await all(ctx.q, 'SELECT service_id, config_id FROM service_configs'), 'service_id', 'config_id');
+    for (const service of await all(ctx.q, 'SELECT id, configs FROM services')) {
       const id = String(service.id);
       const actual = rows.get(id) ?? new Set<string>();
       let list = stringList(service.configs);
@@ -344,7 +384,7 @@ const serviceConfigs: ScanStep = {
         if (configs.size > 1) ctx.report(`services ${id} lists ${configs.size} configs of config type ${type}: ${[...configs].join(', ')}`, false);
       }
       const normalized = sortedUnique(kept);
-      if (changed && ctx.tx) ctx.tx.db.prepare('UPDATE services SET configs = ? WHERE id = ?').run(JSON.stringify(normalized), id);
+      if (changed && ctx.tx) await ctx.tx.run('UPDATE services SET configs = ? WHERE id = ?', [JSON.stringify(normalized), id]);
       const want = new Set(changed && ctx.tx ? normalized : kept);
       let rewrite = false;
       for (const c of want) {
@@ -358,9 +398,9 @@ const serviceConfigs: ScanStep = {
         rewrite = true;
       }
       if (rewrite && ctx.tx) {
-        ctx.tx.db.prepare('DELETE FROM service_configs WHERE service_id = ?').run(id);
-        const insert = ctx.tx.db.prepare('INSERT OR IGNORE INTO service_configs (service_id, config_id) VALUES (?, ?)');
-        for (const c of want) insert.run(id, c);
+        await ctx.tx.run('DELETE FROM service_configs WHERE service_id = ?', [id]);
+        const insert = 'INSERT INTO service_configs (service_id, config_id) VALUES (?, ?) ON CONFLICT DO NOTHING';
+        for (const c of want) await ctx.tx.run(insert, [id, c]);
       }
     }
   },
@@ -370,9 +410,9 @@ const serviceConfigs: ScanStep = {
 
 const otherReferences: ScanStep = {
   name: 'other references',
-  run(ctx) {
-    for (const r of all(
-      ctx.db,
+  async run(ctx) {
+    for (const r of await all(
+      ctx.q,
       `SELECT o.identity_id, o.service_id, o.config_type_id, o.config_id, c.config_type_id AS actual
          FROM identity_service_configs o JOIN configs c ON c.id = o.config_id
         WHERE c.config_type_id <> o.config_type_id`,
@@ -381,27 +421,29 @@ const otherReferences: ScanStep = {
         `identity_service_configs of identity ${String(r.identity_id)} and service ${String(r.service_id)} files config ${String(r.config_id)} under config type ${String(r.config_type_id)}, but its type is ${String(r.actual)}`,
         true,
       );
-      ctx.tx?.db
-        .prepare('DELETE FROM identity_service_configs WHERE identity_id = ? AND service_id = ? AND config_type_id = ?')
-        .run(r.identity_id, r.service_id, r.config_type_id);
+      await ctx.tx?.run('DELETE FROM identity_service_configs WHERE identity_id = ? AND service_id = ? AND config_type_id = ?', [
+        r.identity_id,
+        r.service_id,
+        r.config_type_id,
+      ]);
     }
-    for (const r of all(ctx.db, 'SELECT e.id, e.ca_id FROM enrollments e WHERE e.ca_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM cas c WHERE c.id = e.ca_id)')) {
+    for (const r of await all(ctx.q, 'SELECT e.id, e.ca_id FROM enrollments e WHERE e.ca_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM cas c WHERE c.id = e.ca_id)')) {
       ctx.report(`enrollments ${String(r.id)} references missing CA '${String(r.ca_id)}'`, true);
-      ctx.tx?.db.prepare('DELETE FROM enrollments WHERE id = ?').run(r.id);
+      await ctx.tx?.run('DELETE FROM enrollments WHERE id = ?', [r.id]);
     }
-    for (const r of all(
-      ctx.db,
+    for (const r of await all(
+      ctx.q,
       'SELECT s.id, s.identity_id, a.identity_id AS owner FROM sessions s JOIN api_sessions a ON a.id = s.api_session_id WHERE s.identity_id <> a.identity_id',
     )) {
       ctx.report(`sessions ${String(r.id)} belongs to identity ${String(r.identity_id)} but its API session to identity ${String(r.owner)}`, true);
-      ctx.tx?.db.prepare('DELETE FROM sessions WHERE id = ?').run(r.id);
+      await ctx.tx?.run('DELETE FROM sessions WHERE id = ?', [r.id]);
     }
     // The known types are those a posture check may have (MFA included), not the type catalogue (which has no MFA).
     const known = postureCheckTypeIds.map(() => '?').join(', ');
-    for (const r of all(ctx.db, `SELECT p.id, p.type_id FROM posture_checks p WHERE p.type_id NOT IN (${known})`, ...postureCheckTypeIds)) {
+    for (const r of await all(ctx.q, `SELECT p.id, p.type_id FROM posture_checks p WHERE p.type_id NOT IN (${known})`, ...postureCheckTypeIds)) {
       ctx.report(`posture_checks ${String(r.id)} has unknown posture check type '${String(r.type_id)}'`, false);
     }
-    const admins = all(ctx.db, 'SELECT id FROM identities WHERE is_default_admin = 1');
+    const admins = await all(ctx.q, 'SELECT id FROM identities WHERE is_default_admin = 1');
     if (admins.length > 1) ctx.report(`${admins.length} identities are marked as the default admin: ${admins.map((r) => String(r.id)).join(', ')}`, false);
   },
 };
@@ -418,7 +460,7 @@ function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
  * Compares two indexes answer by answer. Returns what differs, per subject, and the identities whose answers
  * (directly or through the services they may use) differ.
  */
-export function compareIndexes(db: Db, live: AccessIndex, fresh: AccessIndex): { differences: string[]; identities: Set<string> } {
+export async function compareIndexes(q: Sql, live: AccessIndex, fresh: AccessIndex): Promise<{ differences: string[]; identities: Set<string> }> {
   const differences: string[] = [];
   const identities = new Set<string>();
   const kinds: EntityKind[] = ['identity', 'service', 'edgeRouter', 'postureCheck'];
@@ -444,7 +486,7 @@ export function compareIndexes(db: Db, live: AccessIndex, fresh: AccessIndex): {
     postureCheck: [['policies it is a member of', (ix, id) => ix.policiesOf('postureCheck', id)]],
   };
   for (const kind of kinds) {
-    for (const id of entityIds(db, kind)) {
+    for (const id of await entityIds(q, kind)) {
       if (live.hasEntity(kind, id) !== fresh.hasEntity(kind, id)) {
         differences.push(`access index ${live.hasEntity(kind, id) ? 'holds' : 'lacks'} ${kind} ${id}, the store ${fresh.hasEntity(kind, id) ? 'holds' : 'lacks'} it`);
         if (kind === 'identity') identities.add(id);
@@ -460,7 +502,7 @@ export function compareIndexes(db: Db, live: AccessIndex, fresh: AccessIndex): {
     }
   }
   for (const kind of Object.keys(policyStores) as PolicyKind[]) {
-    for (const row of all(db, `SELECT id FROM ${policyStores[kind].table}`)) {
+    for (const row of await all(q, `SELECT id FROM ${policyStores[kind].table}`)) {
       const id = String(row.id);
       if (live.policyType(id) !== fresh.policyType(id)) differences.push(`access index answers differ from the store for ${kind} ${id}: its type`);
       for (const field of policyRoleFields[kind] as readonly RoleField[]) {
@@ -477,25 +519,26 @@ export function compareIndexes(db: Db, live: AccessIndex, fresh: AccessIndex): {
 
 const accessIndex: ScanStep = {
   name: 'access index',
-  run(ctx) {
-    const fresh = createAccessService(ctx.db, ctx.clock);
-    fresh.load();
-    const { differences, identities } = compareIndexes(ctx.db, ctx.access.index, fresh.index);
+  async run(ctx) {
+    // Read from where the step reads: in fix mode, the repairs of the steps before.
+    const fresh = createAccessService(ctx.store, ctx.clock);
+    await fresh.load(ctx.q);
+    const { differences, identities } = await compareIndexes(ctx.q, ctx.access.index, fresh.index);
     for (const d of differences) ctx.report(d, true);
     if (ctx.tx) {
-      // Fix mode always reloads the live index from the repaired store, then marks whose answers changed.
+      // Fix mode always reloads the live index from the repaired store, then marks whose answers changed (the
+      // access service applies both at commit and drops them on rollback).
       const tx = ctx.tx;
-      tx.onRollback(() => ctx.access.load());
-      ctx.access.reload(tx);
-      ctx.access.touch(tx, identities);
+      await ctx.access.reload(tx);
+      await ctx.access.touch(tx, identities);
     }
     // Sessions the store's policies no longer allow (an access change ends them; none may survive one).
     const index = fresh.index;
-    for (const s of all(ctx.db, 'SELECT id, identity_id, service_id, session_type FROM sessions')) {
+    for (const s of await all(ctx.q, 'SELECT id, identity_id, service_id, session_type FROM sessions')) {
       const allowed = index.permissions(String(s.identity_id), String(s.service_id));
       if (s.session_type === 'Bind' ? allowed.bind : allowed.dial) continue;
       ctx.report(`sessions ${String(s.id)} lets identity ${String(s.identity_id)} ${String(s.session_type).toLowerCase()} service ${String(s.service_id)}, which no policy allows`, true);
-      ctx.tx?.db.prepare('DELETE FROM sessions WHERE id = ?').run(s.id);
+      await ctx.tx?.run('DELETE FROM sessions WHERE id = ?', [s.id]);
     }
   },
 };

@@ -10,9 +10,8 @@
  */
 import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import type { Db } from '../../store/database.ts';
-import { prepare } from '../../store/entity-table.ts';
-import { withTransaction } from '../../store/transaction.ts';
+import type { Store } from '../../store/store.ts';
+import type { SqliteStore } from '../../store/sqlite-store.ts';
 import type { AccessService } from '../../access/access.service.ts';
 import { ApiError } from '../../errors.ts';
 import { systemClock, type Clock } from '../entity-service.ts';
@@ -68,7 +67,7 @@ export function snapshotPath(dbFile: string, d: Date): string {
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export interface DatabaseOpsOptions {
-  db: Db;
+  store: Store;
   access: AccessService;
   clock?: Clock;
   /** This process's name as the owner of a run (unique per process). */
@@ -76,21 +75,25 @@ export interface DatabaseOpsOptions {
 }
 
 /** Forgets every run and the snapshot time (controller start, before any worker serves). */
-export function resetDatabaseOps(db: Db): void {
-  prepare(
-    db,
-    `UPDATE database_ops_state SET run_owner = NULL, in_progress = 0, fixing_errors = 0, too_many_errors = 0, start_time = NULL,
-       end_time = NULL, error = NULL, results = NULL, last_snapshot_at = NULL WHERE id = 1`,
-  ).run();
+export async function resetDatabaseOps(store: Store): Promise<void> {
+  await store.write(async (tx) => {
+    await tx.run(
+      `UPDATE database_ops_state SET run_owner = NULL, in_progress = 0, fixing_errors = 0, too_many_errors = 0, start_time = NULL,
+         end_time = NULL, error = NULL, results = NULL, last_snapshot_at = NULL WHERE id = 1`,
+    );
+  });
 }
 
 /** Ends the run of a process that died while running it. */
-export function abandonIntegrityRun(db: Db, owner: string, clock: Clock = systemClock): void {
-  prepare(db, 'UPDATE database_ops_state SET in_progress = 0, end_time = ?, error = ? WHERE id = 1 AND in_progress = 1 AND run_owner = ?').run(
-    localIsoTime(clock.now()),
-    'the process running the integrity check stopped before it ended',
-    owner,
-  );
+export async function abandonIntegrityRun(store: Store, owner: string, clock: Clock = systemClock): Promise<void> {
+  const endTime = localIsoTime(clock.now());
+  await store.write(async (tx) => {
+    await tx.run('UPDATE database_ops_state SET in_progress = 0, end_time = ?, error = ? WHERE id = 1 AND in_progress = 1 AND run_owner = ?', [
+      endTime,
+      'the process running the integrity check stopped before it ended',
+      owner,
+    ]);
+  });
 }
 
 interface StateRow {
@@ -103,11 +106,14 @@ interface StateRow {
   results: string | null;
 }
 
-export function createDatabaseOps({ db, access, clock = systemClock, owner = `${process.pid}-${randomBytes(6).toString('hex')}` }: DatabaseOpsOptions) {
+export function createDatabaseOps({ store, access, clock = systemClock, owner = `${process.pid}-${randomBytes(6).toString('hex')}` }: DatabaseOpsOptions) {
   let running: Promise<void> | undefined;
 
   /** A consistent copy of the whole database (SQLite online backup), written next to the database file. */
   async function writeSnapshot(): Promise<string> {
+    // The embedded store's file only: a PostgreSQL store is backed up with PostgreSQL's own tools.
+    if (store.kind !== 'sqlite') throw new ApiError('SNAPSHOT_NOT_SUPPORTED');
+    const db = (store as SqliteStore).db;
     const path = snapshotPath(db.name, clock.now());
     await db.backup(path);
     return path;
@@ -125,7 +131,8 @@ export function createDatabaseOps({ db, access, clock = systemClock, owner = `${
     if (integrityRunHooks.beforeScan) await integrityRunHooks.beforeScan();
     if (!fix) {
       for (const step of scanSteps) {
-        step.run({ db, access, clock, report });
+        // Each step reads one committed state, as it did when steps ran synchronously.
+        await store.snapshot((q) => step.run({ store, q, access, clock, report }));
         await yieldToEventLoop();
       }
       return;
@@ -133,14 +140,17 @@ export function createDatabaseOps({ db, access, clock = systemClock, owner = `${
     await writeSnapshot();
     await yieldToEventLoop();
     // Every repair in one write transaction: all of them land, or (on an error) none.
-    withTransaction(db, (tx) => {
-      const ctx: ScanContext = { db, tx, access, clock, report };
-      for (const step of scanSteps) step.run(ctx);
+    await store.write(async (tx) => {
+      const ctx: ScanContext = { store, q: tx, tx, access, clock, report };
+      for (const step of scanSteps) await step.run(ctx);
     });
   }
 
-  /** Starts a background run; a second start while one runs (in any worker) is refused with 429 RATE_LIMITED. */
-  function startIntegrityRun(fix: boolean): void {
+  /**
+   * Starts a background run; a second start while one runs (in any worker) is refused with 429 RATE_LIMITED.
+   * Resolves once the run is claimed (the run itself goes on in the background; `idle` waits for it).
+   */
+  async function startIntegrityRun(fix: boolean): Promise<void> {
     const run: IntegrityState = {
       inProgress: true,
       fixingErrors: fix,
@@ -150,32 +160,37 @@ export function createDatabaseOps({ db, access, clock = systemClock, owner = `${
       error: null,
       results: [],
     };
-    const claimed = prepare(
-      db,
-      `UPDATE database_ops_state SET run_owner = ?, in_progress = 1, fixing_errors = ?, too_many_errors = 0, start_time = ?,
-         end_time = NULL, error = NULL, results = '[]' WHERE id = 1 AND in_progress = 0`,
-    ).run(owner, fix ? 1 : 0, run.startTime);
+    const claimed = await store.write((tx) =>
+      tx.run(
+        `UPDATE database_ops_state SET run_owner = ?, in_progress = 1, fixing_errors = ?, too_many_errors = 0, start_time = ?,
+           end_time = NULL, error = NULL, results = '[]' WHERE id = 1 AND in_progress = 0`,
+        [owner, fix ? 1 : 0, run.startTime],
+      ),
+    );
     if (claimed.changes === 0) throw new ApiError('RATE_LIMITED');
-    running = scan(fix, run)
+    const finished = scan(fix, run)
       .catch((err: unknown) => {
         run.error = err instanceof Error ? err.message : String(err);
       })
-      .finally(() => {
+      .then(async () => {
         run.endTime = localIsoTime(clock.now());
         run.inProgress = false;
-        running = undefined;
-        if (db.open) {
-          prepare(
-            db,
+        await store.write(async (tx) => {
+          await tx.run(
             `UPDATE database_ops_state SET in_progress = 0, too_many_errors = ?, end_time = ?, error = ?, results = ?
                WHERE id = 1 AND run_owner = ? AND start_time = ?`,
-          ).run(run.tooManyErrors ? 1 : 0, run.endTime, run.error, JSON.stringify(run.results), owner, run.startTime);
-        }
+            [run.tooManyErrors ? 1 : 0, run.endTime, run.error, JSON.stringify(run.results), owner, run.startTime],
+          );
+        });
+      })
+      .finally(() => {
+        if (running === finished) running = undefined;
       });
+    running = finished;
   }
 
-  function integrityResults(): IntegrityState {
-    const row = prepare(db, 'SELECT * FROM database_ops_state WHERE id = 1').get() as StateRow;
+  async function integrityResults(): Promise<IntegrityState> {
+    const row = (await store.get<StateRow>('SELECT * FROM database_ops_state WHERE id = 1'))!;
     return {
       inProgress: row.in_progress === 1,
       fixingErrors: row.fixing_errors === 1,
@@ -191,16 +206,20 @@ export function createDatabaseOps({ db, access, clock = systemClock, owner = `${
   async function snapshot(): Promise<string> {
     const now = clock.now();
     const at = now.toISOString();
-    const claimed = prepare(
-      db,
-      'UPDATE database_ops_state SET last_snapshot_at = ? WHERE id = 1 AND (last_snapshot_at IS NULL OR last_snapshot_at <= ?)',
-    );
-    const previous = (prepare(db, 'SELECT last_snapshot_at FROM database_ops_state WHERE id = 1').get() as { last_snapshot_at: string | null }).last_snapshot_at;
-    if (claimed.run(at, new Date(now.getTime() - SNAPSHOT_INTERVAL_MS).toISOString()).changes === 0) throw new ApiError('RATE_LIMITED');
+    // The previous time is read and the new one claimed in one transaction, so a failed snapshot gives back the right one.
+    const previous = await store.write(async (tx) => {
+      const before = (await tx.get<{ last_snapshot_at: string | null }>('SELECT last_snapshot_at FROM database_ops_state WHERE id = 1'))!.last_snapshot_at;
+      const claimed = await tx.run(
+        'UPDATE database_ops_state SET last_snapshot_at = ? WHERE id = 1 AND (last_snapshot_at IS NULL OR last_snapshot_at <= ?)',
+        [at, new Date(now.getTime() - SNAPSHOT_INTERVAL_MS).toISOString()],
+      );
+      if (claimed.changes === 0) throw new ApiError('RATE_LIMITED');
+      return before;
+    });
     try {
       return await writeSnapshot();
     } catch (err) {
-      prepare(db, 'UPDATE database_ops_state SET last_snapshot_at = ? WHERE id = 1 AND last_snapshot_at = ?').run(previous, at);
+      await store.write((tx) => tx.run('UPDATE database_ops_state SET last_snapshot_at = ? WHERE id = 1 AND last_snapshot_at = ?', [previous, at]));
       throw err;
     }
   }

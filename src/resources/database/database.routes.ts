@@ -30,8 +30,8 @@ export function databaseRoutes(ops: DatabaseOps): RouteSpec[] {
       method: 'POST', url: '/database/check-data-integrity', operationId: 'checkDataIntegrity', tag,
       summary: 'Start a data integrity scan in the background', access: 'admin',
       response: { 202: emptyEnvelope },
-      handler: (_req, reply) => {
-        ops.startIntegrityRun(false);
+      handler: async (_req, reply) => {
+        await ops.startIntegrityRun(false);
         return reply.code(202).send(empty());
       },
     },
@@ -39,8 +39,8 @@ export function databaseRoutes(ops: DatabaseOps): RouteSpec[] {
       method: 'GET', url: '/database/data-integrity-results', operationId: 'dataIntegrityResults', tag,
       summary: 'The results of the current or last data integrity run', access: 'admin',
       response: { 200: Type.Object({ data: DataIntegrityDetails, meta: ListMeta }) },
-      handler: () => {
-        const data = ops.integrityResults();
+      handler: async () => {
+        const data = await ops.integrityResults();
         return { data, meta: { pagination: { limit: -1, offset: 0, totalCount: data.results?.length ?? 0 } } };
       },
     },
@@ -48,8 +48,8 @@ export function databaseRoutes(ops: DatabaseOps): RouteSpec[] {
       method: 'POST', url: '/database/fix-data-integrity', operationId: 'fixDataIntegrity', tag,
       summary: 'Start a data integrity scan that also fixes what it can, after a snapshot', access: 'admin',
       response: { 202: emptyEnvelope },
-      handler: (_req, reply) => {
-        ops.startIntegrityRun(true);
+      handler: async (_req, reply) => {
+        await ops.startIntegrityRun(true);
         return reply.code(202).send(empty());
       },
     },

@@ -9,8 +9,7 @@ import { crudRoutes } from '../../http/crud-routes.ts';
 import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
 import { empty, emptyEnvelope, list, listEnvelope } from '../../http/envelope.ts';
 import { roleAttributeListRoute } from '../role-attributes.routes.ts';
-import { prepare } from '../../store/entity-table.ts';
-import type { Db } from '../../store/database.ts';
+import type { Store } from '../../store/store.ts';
 import type { AccessService } from '../../access/access.service.ts';
 import { edgeRouterResource } from './edge-router.resource.ts';
 import type { EdgeRouterService } from './edge-router.service.ts';
@@ -25,7 +24,7 @@ interface ParentList {
   ids: (parentId: string) => Iterable<string>;
 }
 
-export function edgeRouterRoutes(db: Db, access: AccessService, edgeRouters: EdgeRouterService): RouteSpec[] {
+export function edgeRouterRoutes(store: Store, access: AccessService, edgeRouters: EdgeRouterService): RouteSpec[] {
   const idOf = (req: FastifyRequest) => (req.params as { id: string }).id;
 
   function parentList(spec: ParentList): RouteSpec {
@@ -33,12 +32,14 @@ export function edgeRouterRoutes(db: Db, access: AccessService, edgeRouters: Edg
       method: 'GET', url: spec.url, operationId: spec.operationId, tag: spec.tag, summary: spec.summary,
       access: 'router.read', params: IdParams, querystring: ListQuery,
       response: { 200: listEnvelope(edgeRouterResource.schemas.detail) },
-      handler: (req) => {
+      handler: async (req) => {
         const id = idOf(req);
         // An unknown parent has no edge routers: an empty list, as upstream answers.
-        const known = prepare(db, `SELECT 1 FROM ${spec.parentTable} WHERE id = ?`).get(id) !== undefined;
-        const r = edgeRouters.listAmong(listRequest(req), known ? spec.ids(id) : []);
-        return list(r.items.map(edgeRouters.present), r.page, r.filterableFields);
+        const known = (await store.get(`SELECT 1 FROM ${spec.parentTable} WHERE id = ?`, [id])) !== undefined;
+        const r = await edgeRouters.listAmong(listRequest(req), known ? spec.ids(id) : []);
+        const items: Array<Record<string, unknown>> = [];
+        for (const item of r.items) items.push(await edgeRouters.present(item));
+        return list(items, r.page, r.filterableFields);
       },
     };
   }
@@ -56,7 +57,7 @@ export function edgeRouterRoutes(db: Db, access: AccessService, edgeRouters: Edg
     },
     roleAttributeListRoute({
       url: '/edge-router-role-attributes', operationId: 'listEdgeRouterRoleAttributes', tag: 'Role Attributes',
-      table: 'router_role_attributes', permission: 'router', db,
+      table: 'router_role_attributes', permission: 'router', store,
     }),
     parentList({
       url: '/identities/:id/edge-routers', operationId: 'listIdentityEdgeRouters', tag: 'Identity',

@@ -6,9 +6,8 @@
  * terminators go by foreign key); re-enroll replaces the enrollment and clears the certificate.
  */
 import type { LiveRouter } from '../../fabric/live-routers.ts';
-import type { Db } from '../../store/database.ts';
-import { prepare, type Values } from '../../store/entity-table.ts';
-import { withTransaction, type Tx } from '../../store/transaction.ts';
+import type { Values } from '../../store/entity-table.ts';
+import type { Store, Tx } from '../../store/store.ts';
 import { ApiError, assertFound, fieldError } from '../../errors.ts';
 import { newShortId } from '../../ids.ts';
 import { idSetCondition } from '../../query/dialect.ts';
@@ -25,37 +24,43 @@ export function systemEdgeRouterPolicyName(routerId: string): string {
   return `edge-router-${routerId}-system`;
 }
 
+/** A constraint violation (SQLite's SQLITE_CONSTRAINT_*, PostgreSQL's SQLSTATE class 23). */
+function isConstraintError(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_CONSTRAINT') || /^23[0-9A-Z]{3}$/.test(code));
+}
+
 /** The tunneler identity (same id and name as the router, type Router) and the router's system ERP. */
-function createTunnelerRecords(tx: Tx, access: AccessService, routerId: string, name: string, now: string): void {
+async function createTunnelerRecords(tx: Tx, access: AccessService, routerId: string, name: string, now: string): Promise<void> {
   try {
-    prepare(
-      tx.db,
+    await tx.run(
       `INSERT INTO identities (id, name, type_id, is_admin, is_default_admin, auth_policy_id, created_at, updated_at)
        VALUES (?, ?, 'Router', 0, 0, 'default', ?, ?)`,
-    ).run(routerId, name, now, now);
+      [routerId, name, now, now],
+    );
   } catch (err) {
-    if ((err as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw fieldError('name', 'name must be unique', name);
+    if (isConstraintError(err)) throw fieldError('name', 'name must be unique', name);
     throw err;
   }
-  access.entityChanged(tx, 'identity', routerId, []);
+  await access.entityChanged(tx, 'identity', routerId, []);
   const roles = [`@${routerId}`];
-  prepare(
-    tx.db,
+  await tx.run(
     `INSERT INTO edge_router_policies (id, name, semantic, identity_roles, edge_router_roles, created_at, updated_at, tags, is_system)
      VALUES (?, ?, 'AnyOf', ?, ?, ?, ?, '{}', 1)`,
-  ).run(routerId, systemEdgeRouterPolicyName(routerId), JSON.stringify(roles), JSON.stringify(roles), now, now);
-  access.policyChanged(tx, { id: routerId, kind: 'edgeRouterPolicy', semantic: 'AnyOf', roles: { identityRoles: roles, edgeRouterRoles: roles } });
+    [routerId, systemEdgeRouterPolicyName(routerId), JSON.stringify(roles), JSON.stringify(roles), now, now],
+  );
+  await access.policyChanged(tx, { id: routerId, kind: 'edgeRouterPolicy', semantic: 'AnyOf', roles: { identityRoles: roles, edgeRouterRoles: roles } });
 }
 
 /** Removes the router's system ERP and its Router-type identity, when present. */
-function removeTunnelerRecords(tx: Tx, access: AccessService, routerId: string): void {
-  if (prepare(tx.db, 'SELECT 1 FROM edge_router_policies WHERE id = ? AND is_system = 1').get(routerId)) {
-    access.policyRemoved(tx, routerId);
-    prepare(tx.db, 'DELETE FROM edge_router_policies WHERE id = ?').run(routerId);
+async function removeTunnelerRecords(tx: Tx, access: AccessService, routerId: string): Promise<void> {
+  if (await tx.get('SELECT 1 FROM edge_router_policies WHERE id = ? AND is_system = 1', [routerId])) {
+    await access.policyRemoved(tx, routerId);
+    await tx.run('DELETE FROM edge_router_policies WHERE id = ?', [routerId]);
   }
-  if (prepare(tx.db, "SELECT 1 FROM identities WHERE id = ? AND type_id = 'Router'").get(routerId)) {
-    access.entityRemoved(tx, 'identity', routerId);
-    prepare(tx.db, 'DELETE FROM identities WHERE id = ?').run(routerId);
+  if (await tx.get("SELECT 1 FROM identities WHERE id = ? AND type_id = 'Router'", [routerId])) {
+    await access.entityRemoved(tx, 'identity', routerId);
+    await tx.run('DELETE FROM identities WHERE id = ?', [routerId]);
   }
 }
 
@@ -63,66 +68,62 @@ function removeTunnelerRecords(tx: Tx, access: AccessService, routerId: string):
  * Everything an edge router's delete removes besides its row (shared with `/routers` deletes): tunneler
  * records, `@id` references in policies, the index entry. Enrollments and terminators cascade by FK.
  */
-export function cleanupEdgeRouter(tx: Tx, access: AccessService, routerId: string): void {
-  removeTunnelerRecords(tx, access, routerId);
-  access.entityRemoved(tx, 'edgeRouter', routerId);
+export async function cleanupEdgeRouter(tx: Tx, access: AccessService, routerId: string): Promise<void> {
+  await removeTunnelerRecords(tx, access, routerId);
+  await access.entityRemoved(tx, 'edgeRouter', routerId);
 }
 
 export interface EdgeRouterServiceDeps {
-  db: Db;
+  store: Store;
   access: AccessService;
   enrollments: RouterEnrollments;
   /** Connected routers, by id (what they reported on their control channels). */
-  liveRouters: () => ReadonlyMap<string, LiveRouter>;
+  liveRouters: () => ReadonlyMap<string, LiveRouter> | Promise<ReadonlyMap<string, LiveRouter>>;
   clock?: Clock;
 }
 
-export function createEdgeRouterService({ db, access, enrollments, liveRouters, clock = systemClock }: EdgeRouterServiceDeps) {
-  // Set for the duration of one synchronous create: the id and enrollment prepared before it.
-  let pending: PendingRouterEnrollment | undefined;
-
+export function createEdgeRouterService({ store, access, enrollments, liveRouters, clock = systemClock }: EdgeRouterServiceDeps) {
   function assertEdge(existing: Values): void {
     if (!existing.isEdge) throw new ApiError('NOT_FOUND', { cause: { code: 'UNHANDLED', message: `edgeRouter with id ${String(existing.id)} not found` } });
   }
 
   const entities = createEntityService(
     edgeRouterResource,
-    db,
+    store,
     {
-      newId: () => pending?.routerId ?? newShortId(),
+      newId: () => newShortId(),
       beforeCreate(_tx, values) {
         values.roleAttributes = normalizeRoleAttributes(values.roleAttributes as string[], { checkPrefix: true });
       },
-      afterCreate(tx, values) {
+      async afterCreate(tx, values) {
         const id = values.id as string;
-        if (pending) enrollments.insert(tx, pending);
-        access.entityChanged(tx, 'edgeRouter', id, values.roleAttributes as string[]);
-        if (values.isTunnelerEnabled) createTunnelerRecords(tx, access, id, values.name as string, values.createdAt as string);
+        await access.entityChanged(tx, 'edgeRouter', id, values.roleAttributes as string[]);
+        if (values.isTunnelerEnabled) await createTunnelerRecords(tx, access, id, values.name as string, values.createdAt as string);
       },
       beforeUpdate(_tx, existing, changes) {
         assertEdge(existing);
         if (changes.roleAttributes !== undefined) changes.roleAttributes = normalizeRoleAttributes(changes.roleAttributes as string[], { checkPrefix: true });
       },
-      afterUpdate(tx, existing, changes) {
+      async afterUpdate(tx, existing, changes) {
         const id = existing.id as string;
-        if (changes.roleAttributes !== undefined) access.entityChanged(tx, 'edgeRouter', id, changes.roleAttributes as string[]);
+        if (changes.roleAttributes !== undefined) await access.entityChanged(tx, 'edgeRouter', id, changes.roleAttributes as string[]);
         const wasTunneler = existing.isTunnelerEnabled === true;
         const isTunneler = changes.isTunnelerEnabled === undefined ? wasTunneler : changes.isTunnelerEnabled === true;
         const name = (changes.name ?? existing.name) as string;
-        if (!wasTunneler && isTunneler) createTunnelerRecords(tx, access, id, name, isoNow(clock));
-        else if (wasTunneler && !isTunneler) removeTunnelerRecords(tx, access, id);
+        if (!wasTunneler && isTunneler) await createTunnelerRecords(tx, access, id, name, isoNow(clock));
+        else if (wasTunneler && !isTunneler) await removeTunnelerRecords(tx, access, id);
         else if (isTunneler && name !== existing.name) {
           try {
-            prepare(tx.db, "UPDATE identities SET name = ?, updated_at = ? WHERE id = ? AND type_id = 'Router'").run(name, isoNow(clock), id);
+            await tx.run("UPDATE identities SET name = ?, updated_at = ? WHERE id = ? AND type_id = 'Router'", [name, isoNow(clock), id]);
           } catch (err) {
-            if ((err as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw fieldError('name', 'name must be unique', name);
+            if (isConstraintError(err)) throw fieldError('name', 'name must be unique', name);
             throw err;
           }
         }
       },
-      beforeDelete(tx, existing) {
+      async beforeDelete(tx, existing) {
         assertEdge(existing);
-        cleanupEdgeRouter(tx, access, existing.id as string);
+        await cleanupEdgeRouter(tx, access, existing.id as string);
       },
     },
     clock,
@@ -138,41 +139,37 @@ export function createEdgeRouterService({ db, access, enrollments, liveRouters, 
 
   /** A page of the edge routers among `ids`, with the caller's filter, sort and paging. */
   function listAmong(req: ListRequest, ids: Iterable<string>) {
-    return list(req, idSetCondition('e.id', ids));
+    return list(req, idSetCondition('e.id', ids, store.dialect));
   }
 
-  function find(id: string): Values | undefined {
-    const v = entities.find(id);
+  async function find(id: string): Promise<Values | undefined> {
+    const v = await entities.find(id);
     return v && v.isEdge ? v : undefined;
   }
 
-  function get(id: string): Values {
-    return assertFound(find(id), 'edgeRouter', id);
+  async function get(id: string): Promise<Values> {
+    return assertFound(await find(id), 'edgeRouter', id);
   }
 
   async function create(body: Record<string, unknown>): Promise<string> {
     const id = newShortId();
     const enrollment = await enrollments.prepare(id, 'erott');
-    pending = enrollment;
-    try {
-      return entities.create(body, { isEdge: true });
-    } finally {
-      pending = undefined;
-    }
+    // The router id is the one its signed enrollment names; the enrollment is stored in the same transaction.
+    return entities.create(body, { isEdge: true }, { id, within: (tx) => enrollments.insert(tx, enrollment) });
   }
 
   /** POST /edge-routers/{id}/re-enroll: one fresh erott enrollment, certificate and verification cleared. */
   async function reEnroll(id: string): Promise<void> {
-    get(id);
+    await get(id);
     let enrollment: PendingRouterEnrollment;
     try {
       enrollment = await enrollments.prepare(id, 'erott');
-      withTransaction(db, (tx) => {
-        const exists = prepare(tx.db, 'SELECT 1 FROM routers WHERE id = ? AND is_edge = 1').get(id);
+      await store.write(async (tx) => {
+        const exists = await tx.get('SELECT 1 FROM routers WHERE id = ? AND is_edge = 1', [id]);
         if (!exists) throw new ApiError('NOT_FOUND', { cause: { code: 'UNHANDLED', message: `edgeRouter with id ${id} not found` } });
-        enrollments.removeAll(tx, id);
-        enrollments.insert(tx, enrollment);
-        prepare(tx.db, 'UPDATE routers SET fingerprint = NULL, cert_pem = NULL, is_verified = 0, updated_at = ? WHERE id = ?').run(isoNow(clock), id);
+        await enrollments.removeAll(tx, id);
+        await enrollments.insert(tx, enrollment);
+        await tx.run('UPDATE routers SET fingerprint = NULL, cert_pem = NULL, is_verified = 0, updated_at = ? WHERE id = ?', [isoNow(clock), id]);
       });
     } catch (err) {
       if (err instanceof ApiError) throw err;
@@ -181,7 +178,7 @@ export function createEdgeRouterService({ db, access, enrollments, liveRouters, 
   }
 
   /** The edge router read model (edgeRouterDetail). */
-  function present(values: Values): Record<string, unknown> {
+  async function present(values: Values): Promise<Record<string, unknown>> {
     const detail = edgeRouterResource.presentStored(values);
     const attrs = values.roleAttributes as string[] | null;
     detail.roleAttributes = attrs && attrs.length > 0 ? attrs : null;
@@ -192,7 +189,7 @@ export function createEdgeRouterService({ db, access, enrollments, liveRouters, 
     detail.certPem = values.certPem ?? null;
     detail.unverifiedFingerprint = values.unverifiedFingerprint ?? null;
     detail.unverifiedCertPem = values.unverifiedCertPem ?? null;
-    const live = liveRouters().get(values.id as string);
+    const live = (await liveRouters()).get(values.id as string);
     detail.hostname = live ? live.hostname : (values.hostname ?? '');
     detail.supportedProtocols = live ? { ...live.supportedProtocols } : (values.supportedProtocols ?? {});
     detail.versionInfo = live ? { ...live.versionInfo } : (values.versionInfo ?? { ...EMPTY_VERSION_INFO });
@@ -200,7 +197,7 @@ export function createEdgeRouterService({ db, access, enrollments, liveRouters, 
     detail.syncStatus = live ? live.syncStatus : 'SYNC_UNKNOWN';
     detail.interfaces = null;
     if (!values.isVerified) {
-      Object.assign(detail, enrollmentFieldsOf(db, values.id as string));
+      Object.assign(detail, await enrollmentFieldsOf(store, values.id as string));
     }
     return detail;
   }

@@ -8,7 +8,7 @@ import type { FastifyRequest } from 'fastify';
 import { isAdmin, type PermissionHolder } from '../../auth/permissions.ts';
 import { covers } from '../../auth/rights.ts';
 import { callerOf } from '../../http/caller.ts';
-import type { Db } from '../../store/database.ts';
+import type { Sql } from '../../store/store.ts';
 import { identityRights } from '../identities/identity-rights.ts';
 
 function withoutSecrets(enrollment: Record<string, unknown>): Record<string, unknown> {
@@ -22,11 +22,11 @@ function mayRead(req: FastifyRequest, owners: PermissionHolder[]): boolean {
 }
 
 /** An enrollment record as the caller may see it (router enrollments are not an identity's: shown whole). */
-export function enrollmentShownTo(db: Db) {
-  return (req: FastifyRequest, item: Record<string, unknown>): Record<string, unknown> => {
+export function enrollmentShownTo(q: Sql) {
+  return async (req: FastifyRequest, item: Record<string, unknown>): Promise<Record<string, unknown>> => {
     if (typeof item.identityId !== 'string' || isAdmin(callerOf(req).identity)) return item;
     // The detail requires a token: an empty one.
-    return mayRead(req, identityRights(db, item.identityId)) ? item : { ...withoutSecrets(item), token: '' };
+    return mayRead(req, await identityRights(q, item.identityId)) ? item : { ...withoutSecrets(item), token: '' };
   };
 }
 

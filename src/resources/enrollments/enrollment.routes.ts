@@ -13,23 +13,27 @@ import { callerOf } from '../../http/caller.ts';
 import type { EnrollmentService } from '../../enrollment/enrollment.service.ts';
 import { enrollmentResource } from './enrollment.resource.ts';
 import { enrollmentShownTo } from './enrollment-secrets.ts';
-import { onIdentity } from '../identities/identity-rights.ts';
-import type { Db } from '../../store/database.ts';
+import { identityRights, onIdentity } from '../identities/identity-rights.ts';
+import type { Store } from '../../store/store.ts';
 import type { FastifyRequest } from 'fastify';
 
 const ExpiresAtBody = Type.Object({ expiresAt: Type.String({ format: 'date-time' }) });
 const RequestExtendBody = Type.Unsafe<{ rollKeys?: boolean } | null>({ type: ['object', 'null'], properties: { rollKeys: Type.Boolean() } });
 
-export function enrollmentRoutes(db: Db, enrollments: EnrollmentService): RouteSpec[] {
+export function enrollmentRoutes(store: Store, enrollments: EnrollmentService): RouteSpec[] {
   const id = (req: { params: unknown }) => (req.params as { id: string }).id;
   const body = (req: { body: unknown }) => (req.body ?? {}) as Record<string, unknown>;
-  const shownTo = enrollmentShownTo(db);
+  const shownTo = enrollmentShownTo(store);
   // Whoever enrolls gets the identity's credential: a non-admin may create, renew or remove only the
   // enrollments of identities whose rights it holds.
-  const ofEnrollment = (req: FastifyRequest) => enrollments.find(id(req))?.identityId;
+  // The identity of the enrollment named by the path is read from the store: the rights check awaits it.
+  const ofEnrollment = (action: string): NonNullable<RouteSpec['actsOn']> => ({
+    action,
+    targets: async (req: FastifyRequest) => identityRights(store, (await enrollments.find(id(req)))?.identityId),
+  });
   const actsOn: Partial<Record<string, RouteSpec['actsOn']>> = {
-    POST: onIdentity(db, 'enroll', (req) => body(req).identityId),
-    DELETE: onIdentity(db, 'delete the enrollments of', ofEnrollment),
+    POST: onIdentity(store, 'enroll', (req) => body(req).identityId),
+    DELETE: ofEnrollment('delete the enrollments of'),
   };
   return [
     ...crudRoutes(enrollmentResource, enrollments, { tag: 'Enrollment', operations: ['list', 'create', 'detail', 'delete'], shownTo }).map(
@@ -37,7 +41,7 @@ export function enrollmentRoutes(db: Db, enrollments: EnrollmentService): RouteS
     ),
     {
       method: 'POST', url: '/enrollments/:id/refresh', operationId: 'refreshEnrollment', tag: 'Enrollment',
-      summary: 'Give an enrollment a new token, JWT and expiry', access: 'enrollment.update', actsOn: onIdentity(db, 'refresh the enrollments of', ofEnrollment),
+      summary: 'Give an enrollment a new token, JWT and expiry', access: 'enrollment.update', actsOn: ofEnrollment('refresh the enrollments of'),
       params: IdParams, body: ExpiresAtBody, response: { 200: emptyEnvelope },
       // The spec names a create envelope, but upstream answers an empty one; clients re-read the enrollment.
       handler: async (req) => {
@@ -49,9 +53,11 @@ export function enrollmentRoutes(db: Db, enrollments: EnrollmentService): RouteS
       method: 'GET', url: '/identities/:id/enrollments', operationId: 'getIdentityEnrollments', tag: 'Identity',
       summary: 'List the outstanding enrollments of an identity', access: 'enrollment.read',
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(enrollmentResource.schemas.detail) },
-      handler: (req) => {
-        const r = enrollments.listForIdentity(id(req), listRequest(req));
-        return list(r.items.map((item) => shownTo(req, enrollments.present(item))), r.page, r.filterableFields);
+      handler: async (req) => {
+        const r = await enrollments.listForIdentity(id(req), listRequest(req));
+        const items: Array<Record<string, unknown>> = [];
+        for (const item of r.items) items.push(await shownTo(req, await enrollments.present(item)));
+        return list(items, r.page, r.filterableFields);
       },
     },
     {
@@ -66,8 +72,8 @@ export function enrollmentRoutes(db: Db, enrollments: EnrollmentService): RouteS
     {
       method: 'POST', url: '/authenticators/:id/request-extend', operationId: 'requestExtendAuthenticator', tag: 'Authenticator',
       summary: 'Ask the client of a certificate authenticator to extend its certificate early', access: 'admin', params: IdParams, body: RequestExtendBody, response: { 200: emptyEnvelope },
-      handler: (req) => {
-        enrollments.requestExtend(id(req), body(req), callerOf(req).identity);
+      handler: async (req) => {
+        await enrollments.requestExtend(id(req), body(req), callerOf(req).identity);
         return empty();
       },
     },

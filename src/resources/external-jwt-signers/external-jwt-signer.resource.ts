@@ -78,16 +78,20 @@ export const externalJwtSignerResource = defineResource({
     },
     fingerprint: { schema: Type.String(), read: NullableString, column: 'fingerprint', filter: 'string' },    // Who last set what the record authenticates (auth/rights.ts); never read or written by clients.
     trustRights: { schema: RightsSchema, read: false, column: 'trust_rights', kind: 'json' },
+    // Facts of the certificate for filters, written with it (cert-facts.ts); the read model computes its own.
+    certCommonName: { schema: Type.String(), read: false, column: 'cert_cn' },
+    certNotBefore: { schema: DateTime, read: false, column: 'cert_not_before', kind: 'datetime' },
+    certNotAfter: { schema: DateTime, read: false, column: 'cert_not_after', kind: 'datetime' },
   },
   extraSymbols: {
     certPem: { kind: 'scalar', type: 'string', sql: 'e.cert_pem', sortable: false },
-    // What the read model shows of the certificate, read from it.
-    commonName: { kind: 'scalar', type: 'string', sql: 'pc_cert_cn(e.cert_pem)', sortable: false },
-    notBefore: { kind: 'scalar', type: 'datetime', sql: 'pc_cert_not_before(e.cert_pem)', sortable: false },
-    notAfter: { kind: 'scalar', type: 'datetime', sql: 'pc_cert_not_after(e.cert_pem)', sortable: false },
+    // What the read model shows of the certificate, stored beside it.
+    commonName: { kind: 'scalar', type: 'string', sql: 'e.cert_cn', sortable: false },
+    notBefore: { kind: 'scalar', type: 'datetime', sql: 'e.cert_not_before', sortable: false },
+    notAfter: { kind: 'scalar', type: 'datetime', sql: 'e.cert_not_after', sortable: false },
     enrollNameClaimsSelector: { kind: 'scalar', type: 'string', sql: 'e.enroll_name_claims_selector' },
     enrollAttributeClaimsSelector: { kind: 'scalar', type: 'string', sql: 'e.enroll_attribute_claims_selector' },
-    scopes: { kind: 'set', elementType: 'string', table: '(SELECT s.id AS owner, j.value AS scope FROM external_jwt_signers s, json_each(s.scopes) j)', ownerColumn: 'owner', valueColumn: 'scope' },
+    scopes: { kind: 'set', elementType: 'string', table: '(SELECT s.id AS owner, j.value AS scope FROM external_jwt_signers s, json_each(s.scopes) j)', postgresTable: '(SELECT s.id AS owner, j.value AS scope FROM external_jwt_signers s, jsonb_array_elements_text(s.scopes) j(value))', ownerColumn: 'owner', valueColumn: 'scope' },
   },
   computed: {
     commonName: Type.String(),

@@ -23,8 +23,8 @@ export function clientExternalJwtSignerRoutes(service: ExternalJwtSignerService)
       method: 'GET', url: '/external-jwt-signers', operationId: 'listExternalJwtSigners', tag: 'External JWT Signer',
       summary: 'List the enabled external JWT signers usable for authentication', access: 'public', querystring: ListQuery,
       response: { 200: listEnvelope(clientExternalJwtSignerDetail) },
-      handler: (req) => {
-        const r = service.listEnabled(listRequest(req));
+      handler: async (req) => {
+        const r = await service.listEnabled(listRequest(req));
         return list(r.items.map(service.presentClient), r.page, r.filterableFields);
       },
     },

@@ -5,13 +5,13 @@
  * target token); the enrollment auth policy must exist and allow what enrollment is enabled for; and a
  * signer an auth policy references can not be deleted.
  */
-import type { Db } from '../../store/database.ts';
-import { prepare, type Values } from '../../store/entity-table.ts';
-import type { Tx } from '../../store/transaction.ts';
+import type { Values } from '../../store/entity-table.ts';
+import type { Sql, Store } from '../../store/store.ts';
 import { ApiError, fieldError, invalidField } from '../../errors.ts';
 import { describeSignerCertificate } from '../../pki/external-jwt.ts';
 import { createEntityService, systemClock, type Clock, type ListRequest } from '../entity-service.ts';
 import { externalJwtSignerResource } from './external-jwt-signer.resource.ts';
+import { signerCertFacts } from '../authenticators/cert-facts.ts';
 import { jwksEndpointProblem } from './outbound-address.ts';
 import { isValidPointer } from './signer-tokens.ts';
 
@@ -36,7 +36,7 @@ interface PolicyPrimary {
 }
 
 /** Validates and normalizes the record as it will be stored; writes derived values into `out`. */
-function checkSigner(tx: Tx, record: Values, out: Values): void {
+async function checkSigner(q: Sql, record: Values, out: Values): Promise<void> {
   for (const field of ['externalAuthUrl', 'audience', 'certPem', 'jwksEndpoint', 'kid', 'clientId'] as const) {
     if (record[field] !== undefined && record[field] !== null && blank(record[field])) out[field] = record[field] = null;
   }
@@ -65,13 +65,15 @@ function checkSigner(tx: Tx, record: Values, out: Values): void {
     throw fieldError('externalAuthUrl', 'externalAuthUrl must be an http or https URL', record.externalAuthUrl);
   }
   out.fingerprint = fingerprint;
+  // What filters read of the certificate, stored with it.
+  Object.assign(out, signerCertFacts(certPem));
 
   for (const field of ['claimsProperty', 'enrollNameClaimsSelector', 'enrollAttributeClaimsSelector'] as const) {
     if (!isValidPointer(String(record[field] ?? ''))) throw fieldError(field, 'the claims selector is not a valid JSON pointer', record[field]);
   }
 
   const policyId = record.enrollAuthPolicyId as string;
-  const row = prepare(tx.db, 'SELECT primary_settings FROM auth_policies WHERE id = ?').get(policyId) as { primary_settings: string } | undefined;
+  const row = await q.get<{ primary_settings: string }>('SELECT primary_settings FROM auth_policies WHERE id = ?', [policyId]);
   if (!row) throw fieldError('enrollAuthPolicyId', 'the auth policy could not be found', policyId);
   const primary = JSON.parse(row.primary_settings) as PolicyPrimary;
   if (record.enrollToTokenEnabled && primary.extJwt?.allowed === false) {
@@ -83,32 +85,37 @@ function checkSigner(tx: Tx, record: Values, out: Values): void {
 }
 
 /** Auth policies that name the signer as an allowed primary signer or as the required secondary one. */
-function referencingPolicies(tx: Tx, id: string): string[] {
-  const rows = prepare(
-    tx.db,
-    `SELECT id FROM auth_policies
-      WHERE EXISTS (SELECT 1 FROM json_each(primary_settings, '$.extJwt.allowedSigners') WHERE value = ?)
-         OR json_extract(secondary_settings, '$.requireExtJwtSigner') = ?
-      ORDER BY id`,
-  ).all(id, id) as Array<{ id: string }>;
-  return rows.map((r) => r.id);
+async function referencingPolicies(q: Sql, id: string): Promise<string[]> {
+  // The settings are read here rather than searched in SQL (JSON functions differ between engines).
+  const rows = await q.all<{ id: string; primary_settings: string; secondary_settings: string }>(
+    'SELECT id, primary_settings, secondary_settings FROM auth_policies ORDER BY id',
+  );
+  return rows
+    .filter((r) => {
+      const primary = JSON.parse(r.primary_settings) as { extJwt?: { allowedSigners?: unknown } } | null;
+      const secondary = JSON.parse(r.secondary_settings) as { requireExtJwtSigner?: unknown } | null;
+      const signers = primary?.extJwt?.allowedSigners;
+      const allowed = Array.isArray(signers) ? signers.includes(id) : signers === id;
+      return allowed || secondary?.requireExtJwtSigner === id;
+    })
+    .map((r) => r.id);
 }
 
-export function createExternalJwtSignerService(db: Db, clock: Clock = systemClock) {
+export function createExternalJwtSignerService(store: Store, clock: Clock = systemClock) {
   const entities = createEntityService(
     externalJwtSignerResource,
-    db,
+    store,
     {
-      beforeCreate(tx, values) {
-        checkSigner(tx, values, values);
+      async beforeCreate(tx, values) {
+        await checkSigner(tx, values, values);
       },
-      beforeUpdate(tx, existing, changes) {
+      async beforeUpdate(tx, existing, changes) {
         const merged = { ...existing, ...changes };
-        checkSigner(tx, merged, changes);
+        await checkSigner(tx, merged, changes);
       },
-      beforeDelete(tx, existing) {
+      async beforeDelete(tx, existing) {
         const id = existing.id as string;
-        const policies = referencingPolicies(tx, id);
+        const policies = await referencingPolicies(tx, id);
         if (policies.length > 0) {
           throw new ApiError('CAN_NOT_DELETE_REFERENCED_ENTITY', {
             cause: {

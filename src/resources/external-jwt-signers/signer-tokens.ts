@@ -11,9 +11,8 @@
  * cloud metadata addresses; a refused fetch counts as an unreachable endpoint and logs one warning.
  */
 import type { KeyObject } from 'node:crypto';
-import type { Db } from '../../store/database.ts';
+import type { Store } from '../../store/store.ts';
 import { parseRights, type Rights } from '../../auth/rights.ts';
-import { prepare } from '../../store/entity-table.ts';
 import {
   decodeUnverifiedJwt,
   describeSignerCertificate,
@@ -157,23 +156,23 @@ export interface VerifyOptions {
   refetchOnUnknownKid?: boolean;
 }
 
-export function createSignerTokens(db: Db, opts: SignerTokensOptions = {}) {
+export function createSignerTokens(store: Store, opts: SignerTokensOptions = {}) {
   const refreshIntervalMs = opts.refreshIntervalMs ?? 1000;
   const now = opts.now ?? Date.now;
   const jwksCache = new Map<string, JwksEntry>();
 
-  function byIssuer(issuer: string): SignerRecord | undefined {
-    const row = prepare(db, `SELECT ${COLUMNS} FROM external_jwt_signers WHERE issuer = ?`).get(issuer) as SignerRow | undefined;
+  async function byIssuer(issuer: string): Promise<SignerRecord | undefined> {
+    const row = await store.get<SignerRow>(`SELECT ${COLUMNS} FROM external_jwt_signers WHERE issuer = ?`, [issuer]);
     return row ? toRecord(row) : undefined;
   }
 
-  function byId(id: string): SignerRecord | undefined {
-    const row = prepare(db, `SELECT ${COLUMNS} FROM external_jwt_signers WHERE id = ?`).get(id) as SignerRow | undefined;
+  async function byId(id: string): Promise<SignerRecord | undefined> {
+    const row = await store.get<SignerRow>(`SELECT ${COLUMNS} FROM external_jwt_signers WHERE id = ?`, [id]);
     return row ? toRecord(row) : undefined;
   }
 
-  function enabledSigners(): SignerRecord[] {
-    const rows = prepare(db, `SELECT ${COLUMNS} FROM external_jwt_signers WHERE enabled = 1 ORDER BY created_at, id`).all() as SignerRow[];
+  async function enabledSigners(): Promise<SignerRecord[]> {
+    const rows = await store.all<SignerRow>(`SELECT ${COLUMNS} FROM external_jwt_signers WHERE enabled = 1 ORDER BY created_at, id`);
     return rows.map(toRecord);
   }
 

@@ -3,8 +3,7 @@
  * a non-admin may act only on identities whose rights it holds itself.
  */
 import type { FastifyRequest } from 'fastify';
-import type { Db } from '../../store/database.ts';
-import { prepare } from '../../store/entity-table.ts';
+import type { Sql } from '../../store/store.ts';
 import type { PermissionHolder } from '../../auth/permissions.ts';
 import type { RouteSpec } from '../../http/route.ts';
 
@@ -19,24 +18,25 @@ function holderOf(row: RightsRow): PermissionHolder {
 }
 
 /** The rights of an identity; none when there is no such identity. */
-export function identityRights(db: Db, id: unknown): PermissionHolder[] {
+export async function identityRights(q: Sql, id: unknown): Promise<PermissionHolder[]> {
   if (typeof id !== 'string') return [];
-  const row = prepare(db, 'SELECT is_admin, is_default_admin, permissions FROM identities WHERE id = ?').get(id) as RightsRow | undefined;
+  const row = await q.get<RightsRow>('SELECT is_admin, is_default_admin, permissions FROM identities WHERE id = ?', [id]);
   return row ? [holderOf(row)] : [];
 }
 
 /** The identities that log in under an auth policy and hold any right beyond a plain identity's. */
-export function rightsUnderPolicy(db: Db, policyId: string): PermissionHolder[] {
-  const rows = prepare(
-    db,
-    "SELECT is_admin, is_default_admin, permissions FROM identities WHERE auth_policy_id = ? AND (is_admin = 1 OR is_default_admin = 1 OR permissions NOT IN ('[]', ''))",
-  ).all(policyId) as RightsRow[];
+export async function rightsUnderPolicy(q: Sql, policyId: string): Promise<PermissionHolder[]> {
+  // The JSON column read as text (a no-op on SQLite), so both engines compare it with the same literals.
+  const rows = await q.all<RightsRow>(
+    "SELECT is_admin, is_default_admin, permissions FROM identities WHERE auth_policy_id = ? AND (is_admin = 1 OR is_default_admin = 1 OR CAST(permissions AS TEXT) NOT IN ('[]', ''))",
+    [policyId],
+  );
   return rows.map(holderOf);
 }
 
 const idParam = (req: FastifyRequest) => (req.params as { id?: string }).id;
 
 /** `actsOn` for an operation on the identity named by the `id` path parameter (or another field of the request). */
-export function onIdentity(db: Db, action: string, identityId: (req: FastifyRequest) => unknown = idParam): NonNullable<RouteSpec['actsOn']> {
-  return { action, targets: (req) => identityRights(db, identityId(req)) };
+export function onIdentity(q: Sql, action: string, identityId: (req: FastifyRequest) => unknown = idParam): NonNullable<RouteSpec['actsOn']> {
+  return { action, targets: (req) => identityRights(q, identityId(req)) };
 }

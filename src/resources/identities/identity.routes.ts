@@ -21,9 +21,9 @@ import type { AuthenticatorService } from '../authenticators/authenticator.servi
 import { identityResource } from './identity.resource.ts';
 import { authenticatorResource } from '../authenticators/authenticator.resource.ts';
 import { roleAttributeListRoute } from '../role-attributes.routes.ts';
-import type { Db } from '../../store/database.ts';
+import type { Store } from '../../store/store.ts';
 
-export function identityRoutes(db: Db, identities: IdentityService, authenticators: AuthenticatorService): RouteSpec[] {
+export function identityRoutes(store: Store, identities: IdentityService, authenticators: AuthenticatorService): RouteSpec[] {
   const body = (req: FastifyRequest) => (req.body ?? {}) as Record<string, unknown>;
   /** Field rules a non-admin caller passes before each write; undefined when the write is allowed. */
   const refusal: Partial<Record<string, (req: FastifyRequest) => string | undefined>> = {
@@ -41,7 +41,7 @@ export function identityRoutes(db: Db, identities: IdentityService, authenticato
     },
   };
   // Patch and delete act on the identity: a non-admin may touch only identities whose rights it holds.
-  const actsOn: Partial<Record<string, RouteSpec['actsOn']>> = { PATCH: onIdentity(db, 'modify'), DELETE: onIdentity(db, 'delete') };
+  const actsOn: Partial<Record<string, RouteSpec['actsOn']>> = { PATCH: onIdentity(store, 'modify'), DELETE: onIdentity(store, 'delete') };
   const guarded = (route: RouteSpec): RouteSpec => {
     const check = refusal[route.method as string];
     const withTarget = { ...route, actsOn: actsOn[route.method as string] };
@@ -64,15 +64,17 @@ export function identityRoutes(db: Db, identities: IdentityService, authenticato
       method: 'GET', url: '/identities/:id/authenticators', operationId: 'getIdentityAuthenticators', tag: 'Identity',
       summary: 'List the authenticators of an identity', access: 'admin-read',
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(authenticatorResource.schemas.detail) },
-      handler: (req) => {
+      handler: async (req) => {
         const id = (req.params as { id: string }).id;
-        const r = authenticators.listForIdentity(id, listRequest(req));
-        return list(r.items.map(authenticators.present), r.page, r.filterableFields);
+        const r = await authenticators.listForIdentity(id, listRequest(req));
+        const items: Array<Record<string, unknown>> = [];
+        for (const item of r.items) items.push(await authenticators.present(item));
+        return list(items, r.page, r.filterableFields);
       },
     },
     roleAttributeListRoute({
       url: '/identity-role-attributes', operationId: 'listIdentityRoleAttributes', tag: 'Role Attributes',
-      table: 'identity_role_attributes', permission: 'identity', db,
+      table: 'identity_role_attributes', permission: 'identity', store,
     }),
   ];
 }

@@ -5,9 +5,8 @@
  * authenticator summary, session and disable flags).
  */
 import { entityRef } from '../entity-ref.ts';
-import type { Db } from '../../store/database.ts';
-import { prepare, type Values } from '../../store/entity-table.ts';
-import type { Tx } from '../../store/transaction.ts';
+import type { Values } from '../../store/entity-table.ts';
+import type { Store, Tx } from '../../store/store.ts';
 import { ApiError, fieldError, notFound } from '../../errors.ts';
 import { newShortId } from '../../ids.ts';
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
@@ -20,9 +19,9 @@ export interface InlineEnrollments {
   /** Signs the requested enrollment for the new identity id (before any transaction); undefined for none. */
   prepareInline(identityId: string, request: InlineEnrollmentRequest | undefined): Promise<PendingEnrollment | undefined>;
   /** Stores it inside the identity's create transaction. */
-  insertInline(tx: Tx, pending: PendingEnrollment): void;
+  insertInline(tx: Tx, pending: PendingEnrollment): Promise<void> | void;
   /** The read model's `enrollment` object. */
-  identitySummary(identityId: string): Record<string, unknown>;
+  identitySummary(identityId: string): Promise<Record<string, unknown>> | Record<string, unknown>;
 }
 
 export interface IdentitySummary {
@@ -47,83 +46,79 @@ export function isDisabledNow(disabledAt: unknown, disabledUntil: unknown, now: 
 }
 
 /** An empty or null auth policy id (consoles send `""`) means the default policy; any other must exist. */
-function resolveAuthPolicy(tx: Tx, values: Values): void {
+async function resolveAuthPolicy(tx: Tx, values: Values): Promise<void> {
   if (values.authPolicyId === '' || values.authPolicyId === null) values.authPolicyId = 'default';
   const id = values.authPolicyId;
-  if (id !== undefined && !prepare(tx.db, 'SELECT 1 FROM auth_policies WHERE id = ?').get(id)) throw notFound('authPolicy', String(id));
+  if (id !== undefined && !(await tx.get('SELECT 1 FROM auth_policies WHERE id = ?', [id]))) throw notFound('authPolicy', String(id));
 }
 
 /** Hosting cost/precedence maps are keyed by service id; each must name an existing service. */
-function assertServiceKeys(tx: Tx, values: Values): void {
+async function assertServiceKeys(tx: Tx, values: Values): Promise<void> {
   for (const field of ['serviceHostingCosts', 'serviceHostingPrecedences']) {
     const map = values[field] as Record<string, unknown> | undefined;
     for (const serviceId of Object.keys(map ?? {})) {
-      const exists = prepare(tx.db, 'SELECT 1 FROM services WHERE id = ?').get(serviceId);
+      const exists = await tx.get('SELECT 1 FROM services WHERE id = ?', [serviceId]);
       if (!exists) throw notFound('service', serviceId);
     }
   }
 }
 
-export function createIdentityService(db: Db, access: AccessService, clock: Clock = systemClock, enrollments?: InlineEnrollments) {
-  // Set only for the duration of one synchronous create: the pre-chosen id the enrollment JWT names, and
-  // the signed enrollment to store in the same transaction.
-  let inlineCreate: { id: string; enrollment?: PendingEnrollment } | undefined;
+export function createIdentityService(store: Store, access: AccessService, clock: Clock = systemClock, enrollments?: InlineEnrollments) {
   const entities = createEntityService(
     identityResource,
-    db,
+    store,
     {
-      newId: () => inlineCreate?.id ?? newShortId(),
-      beforeCreate(tx, values) {
+      newId: () => newShortId(),
+      async beforeCreate(tx, values) {
         // Upstream ignores the requested type on create: every REST-created identity is Default.
         values.type = 'Default';
         values.roleAttributes = normalizeRoleAttributes(values.roleAttributes as string[], { checkPrefix: true });
-        resolveAuthPolicy(tx, values);
-        assertServiceKeys(tx, values);
+        await resolveAuthPolicy(tx, values);
+        await assertServiceKeys(tx, values);
       },
-      afterCreate(tx, values) {
-        if (inlineCreate?.enrollment && inlineCreate.id === values.id) enrollments?.insertInline(tx, inlineCreate.enrollment);
-        access.entityChanged(tx, 'identity', values.id as string, values.roleAttributes as string[]);
+      async afterCreate(tx, values) {
+        await access.entityChanged(tx, 'identity', values.id as string, values.roleAttributes as string[]);
       },
-      afterUpdate(tx, existing, changes) {
-        if (changes.roleAttributes !== undefined) access.entityChanged(tx, 'identity', existing.id as string, changes.roleAttributes as string[]);
+      async afterUpdate(tx, existing, changes) {
+        if (changes.roleAttributes !== undefined) await access.entityChanged(tx, 'identity', existing.id as string, changes.roleAttributes as string[]);
       },
-      beforeUpdate(tx, existing, changes) {
+      async beforeUpdate(tx, existing, changes) {
         if (changes.type !== undefined) {
           if (existing.type === 'Router' && changes.type !== 'Router') throw fieldError('type', 'may not change the type of a router identity', changes.type);
           changes.type = existing.type === 'Router' ? 'Router' : storedType(changes.type);
         }
         // A tunneler router's identity carries its router's name; renaming the router renames both.
-        if (existing.type === 'Router' && changes.name !== undefined && changes.name !== existing.name && prepare(tx.db, 'SELECT 1 FROM routers WHERE id = ?').get(existing.id)) {
+        if (existing.type === 'Router' && changes.name !== undefined && changes.name !== existing.name && (await tx.get('SELECT 1 FROM routers WHERE id = ?', [existing.id]))) {
           throw fieldError('name', 'may not change name of router identities', changes.name);
         }
         if (existing.isDefaultAdmin && changes.isAdmin === false) {
           throw new ApiError('ENTITY_CAN_NOT_BE_UPDATED', { cause: { code: 'UNHANDLED', message: 'the default admin must remain an admin' } });
         }
         if (changes.roleAttributes !== undefined) changes.roleAttributes = normalizeRoleAttributes(changes.roleAttributes as string[], { checkPrefix: true });
-        resolveAuthPolicy(tx, changes);
-        assertServiceKeys(tx, changes);
+        await resolveAuthPolicy(tx, changes);
+        await assertServiceKeys(tx, changes);
       },
-      beforeDelete(tx, existing) {
+      async beforeDelete(tx, existing) {
         if (existing.isDefaultAdmin) {
           throw new ApiError('ENTITY_CAN_NOT_BE_DELETED', { cause: { code: 'UNHANDLED', message: 'cannot delete default admin' } });
         }
         // A tunneler router's identity lives and dies with its router (upstream model §3.14).
-        if (existing.type === 'Router' && prepare(tx.db, 'SELECT 1 FROM routers WHERE id = ?').get(existing.id)) {
+        if (existing.type === 'Router' && (await tx.get('SELECT 1 FROM routers WHERE id = ?', [existing.id]))) {
           throw new ApiError('ENTITY_CAN_NOT_BE_DELETED', { cause: { code: 'UNHANDLED', message: 'cannot delete router identity while its router exists' } });
         }
-        access.entityRemoved(tx, 'identity', existing.id as string);
+        await access.entityRemoved(tx, 'identity', existing.id as string);
       },
     },
     clock,
   );
 
-  function authenticatorSummary(identityId: string) {
-    const rows = prepare(db, 'SELECT id, method, username, fingerprint FROM authenticators WHERE identity_id = ?').all(identityId) as Array<{
+  async function authenticatorSummary(identityId: string) {
+    const rows = await store.all<{
       id: string;
       method: string;
       username: string | null;
       fingerprint: string | null;
-    }>;
+    }>('SELECT id, method, username, fingerprint FROM authenticators WHERE identity_id = ?', [identityId]);
     const out: Record<string, unknown> = {};
     for (const r of rows) {
       if (r.method === 'updb') out.updb = { id: r.id, username: r.username ?? '' };
@@ -133,39 +128,39 @@ export function createIdentityService(db: Db, access: AccessService, clock: Cloc
   }
 
   /** The identity read model (identityDetail). */
-  function present(values: Values): Record<string, unknown> {
+  async function present(values: Values): Promise<Record<string, unknown>> {
     const detail = identityResource.presentStored(values);
     const id = values.id as string;
     const typeId = values.type as string;
     const policyId = (values.authPolicyId as string) || 'default';
-    const policy = prepare(db, 'SELECT name FROM auth_policies WHERE id = ?').get(policyId) as { name: string } | undefined;
+    const policy = await store.get<{ name: string }>('SELECT name FROM auth_policies WHERE id = ?', [policyId]);
     detail.type = entityRef('identity-types', typeId, typeId);
     detail.typeId = typeId;
     detail.authPolicyId = policyId;
     detail.authPolicy = policy ? entityRef('auth-policies', policyId, policy.name) : null;
     detail._links = { ...(detail._links as object), 'auth-policies': { href: `./auth-policies/${policyId}` } };
-    detail.authenticators = authenticatorSummary(id);
-    detail.enrollment = enrollments ? enrollments.identitySummary(id) : {};
+    detail.authenticators = await authenticatorSummary(id);
+    detail.enrollment = enrollments ? await enrollments.identitySummary(id) : {};
     detail.disabled = isDisabledNow(values.disabledAt, values.disabledUntil, clock.now());
     if (values.disabledAt == null) delete detail.disabledAt;
     if (values.disabledUntil == null) delete detail.disabledUntil;
-    detail.hasApiSession = prepare(db, 'SELECT 1 FROM api_sessions WHERE identity_id = ? LIMIT 1').get(id) !== undefined;
+    detail.hasApiSession = (await store.get('SELECT 1 FROM api_sessions WHERE identity_id = ? LIMIT 1', [id])) !== undefined;
     // Routers report which identities have an SDK connected (src/fabric).
-    detail.hasEdgeRouterConnection = prepare(db, 'SELECT 1 FROM identity_router_connections WHERE identity_id = ? LIMIT 1').get(id) !== undefined;
+    detail.hasEdgeRouterConnection = (await store.get('SELECT 1 FROM identity_router_connections WHERE identity_id = ? LIMIT 1', [id])) !== undefined;
     detail.edgeRouterConnectionStatus = detail.hasEdgeRouterConnection ? 'online' : 'offline';
     // MFA is enabled once the identity's TOTP enrollment is verified (auth.md §4.4).
-    detail.isMfaEnabled = prepare(db, 'SELECT 1 FROM mfas WHERE identity_id = ? AND is_verified = 1').get(id) !== undefined;
+    detail.isMfaEnabled = (await store.get('SELECT 1 FROM mfas WHERE identity_id = ? AND is_verified = 1', [id])) !== undefined;
     detail.interfaces = null;
     detail.roleAttributes = values.roleAttributes ?? [];
     return detail;
   }
 
   /** What authentication and permission checks need, in one cheap query. */
-  function summary(id: string): IdentitySummary | undefined {
-    const row = prepare(
-      db,
+  async function summary(id: string): Promise<IdentitySummary | undefined> {
+    const row = await store.get(
       'SELECT id, name, is_admin, is_default_admin, permissions, auth_policy_id, disabled_at, disabled_until FROM identities WHERE id = ?',
-    ).get(id) as Record<string, unknown> | undefined;
+      [id],
+    );
     if (!row) return undefined;
     return {
       id: row.id as string,
@@ -188,12 +183,9 @@ export function createIdentityService(db: Db, access: AccessService, clock: Cloc
     if (!enrollments || !request) return entities.create(body);
     const id = newShortId();
     const enrollment = await enrollments.prepareInline(id, request);
-    inlineCreate = { id, enrollment };
-    try {
-      return entities.create(body);
-    } finally {
-      inlineCreate = undefined;
-    }
+    // The enrollment JWT names the identity, so its id is chosen first; the enrollment is stored in the same transaction.
+    const inline = enrollments;
+    return entities.create(body, {}, { id, within: enrollment ? async (tx) => inline.insertInline(tx, enrollment) : undefined });
   }
 
   return { ...entities, present, summary, createWithEnrollment };

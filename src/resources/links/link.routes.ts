@@ -17,21 +17,21 @@ export function linkRoutes(links: LinkService): RouteSpec[] {
     {
       method: 'GET', url: '/links', operationId: 'listLinks', tag: 'Link', summary: 'List links between routers',
       access: 'ops.read', querystring: ListQuery, response: { 200: listEnvelope(LinkDetail) },
-      handler: (req) => {
-        const r = links.list(listRequest(req));
+      handler: async (req) => {
+        const r = await links.list(listRequest(req));
         return list(r.items.map(links.present), r.page, r.filterableFields);
       },
     },
     {
       method: 'GET', url: '/links/:id', operationId: 'detailLink', tag: 'Link', summary: 'Retrieve a link',
       access: 'ops.read', params: IdParams, response: { 200: detailEnvelope(LinkDetail) },
-      handler: (req) => ok(links.present(links.get(idOf(req)))),
+      handler: async (req) => ok(links.present(await links.get(idOf(req)))),
     },
     {
       method: 'PATCH', url: '/links/:id', operationId: 'patchLink', tag: 'Link', summary: 'Change a link\'s static cost or take it down',
       access: 'ops.update', params: IdParams, body: LinkPatch, response: { 200: emptyEnvelope },
-      handler: (req) => {
-        links.patch(idOf(req), req.body as { down?: boolean | null; staticCost?: number | null });
+      handler: async (req) => {
+        await links.patch(idOf(req), req.body as { down?: boolean | null; staticCost?: number | null });
         return empty();
       },
     },

@@ -5,8 +5,7 @@
  * milliseconds) and whether it is down, which path selection reads at the next circuit; a link taken down
  * stays down when its routers report it again, until it is lifted.
  */
-import type { Db } from '../../store/database.ts';
-import { prepare, selectPage } from '../../store/entity-table.ts';
+import type { Store } from '../../store/store.ts';
 import { compileListQuery, type ListParams } from '../../query/index.ts';
 import { filterableFields } from '../../query/symbols.ts';
 import { assertFound } from '../../errors.ts';
@@ -34,10 +33,10 @@ interface LinkRow {
   iteration: number;
 }
 
-export function createLinkService(db: Db) {
-  function list(req: ListParams): ListResult {
-    const q = compileListQuery(linkSymbols, req);
-    const { rows, totalCount } = selectPage(db, LINKS_WITH_NAMES, q);
+export function createLinkService(store: Store) {
+  async function list(req: ListParams): Promise<ListResult> {
+    const q = compileListQuery(linkSymbols, req, store.dialect);
+    const { rows, totalCount } = await store.page(LINKS_WITH_NAMES, q);
     return {
       items: rows,
       page: { limit: q.limit, offset: q.offset, totalCount, unlimited: q.unlimited },
@@ -45,8 +44,8 @@ export function createLinkService(db: Db) {
     };
   }
 
-  function get(id: string): Record<string, unknown> {
-    const row = prepare(db, `SELECT e.* FROM ${LINKS_WITH_NAMES} e WHERE e.id = ?`).get(id) as Record<string, unknown> | undefined;
+  async function get(id: string): Promise<Record<string, unknown>> {
+    const row = await store.get(`SELECT e.* FROM ${LINKS_WITH_NAMES} e WHERE e.id = ?`, [id]);
     return assertFound(row, 'link', id);
   }
 
@@ -74,21 +73,22 @@ export function createLinkService(db: Db) {
    * outlives the link's row, so the link stays down when its routers report it again, until `down: false`
    * lifts the hold (`link_holds`, migration 0033, whose triggers keep `links.down`).
    */
-  function patch(id: string, body: { down?: boolean | null; staticCost?: number | null }): void {
-    db.transaction(() => {
-      const row = prepare(db, 'SELECT static_cost, src_router_id, dst_router_id FROM links WHERE id = ?').get(id) as
-        | { static_cost: number; src_router_id: string; dst_router_id: string }
-        | undefined;
+  async function patch(id: string, body: { down?: boolean | null; staticCost?: number | null }): Promise<void> {
+    await store.write(async (tx) => {
+      const row = await tx.get<{ static_cost: number; src_router_id: string; dst_router_id: string }>(
+        'SELECT static_cost, src_router_id, dst_router_id FROM links WHERE id = ?',
+        [id],
+      );
       assertFound(row, 'link', id);
       const at = new Date().toISOString();
       if (body.down === true) {
-        prepare(db, 'INSERT INTO link_holds (link_id, src_router_id, dst_router_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (link_id) DO NOTHING').run(id, row!.src_router_id, row!.dst_router_id, at);
+        await tx.run('INSERT INTO link_holds (link_id, src_router_id, dst_router_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (link_id) DO NOTHING', [id, row!.src_router_id, row!.dst_router_id, at]);
       } else if (body.down === false) {
-        prepare(db, 'DELETE FROM link_holds WHERE link_id = ?').run(id);
+        await tx.run('DELETE FROM link_holds WHERE link_id = ?', [id]);
       }
       // The cost follows in the store (migration 0031).
-      prepare(db, 'UPDATE links SET static_cost = ?, updated_at = ? WHERE id = ?').run(body.staticCost ?? row!.static_cost, at, id);
-    }).immediate();
+      await tx.run('UPDATE links SET static_cost = ?, updated_at = ? WHERE id = ?', [body.staticCost ?? row!.static_cost, at, id]);
+    });
   }
 
   return { list, get, present, patch };

@@ -14,7 +14,7 @@ import { ApiError } from '../../errors.ts';
 import { baseEntityProperties, Nullable } from '../common.schema.ts';
 import type { MfaService } from './mfa.service.ts';
 import { onIdentity } from '../identities/identity-rights.ts';
-import type { Db } from '../../store/database.ts';
+import type { Store } from '../../store/store.ts';
 
 const MfaCode = Type.Object({ code: Type.String() });
 const ValidationHeader = Type.Object({ 'mfa-validation-code': Type.Optional(Type.String()) });
@@ -62,9 +62,9 @@ export function mfaRoutes(mfa: MfaService): RouteSpec[] {
       method: 'POST', url: '/authenticate/mfa', operationId: 'authenticateMfa', tag: 'Authentication',
       summary: 'Complete MFA authentication with a TOTP or recovery code', access: 'partial', body: MfaCode,
       response: { 200: emptyEnvelope },
-      handler: (req) => {
+      handler: async (req) => {
         const caller = callerOf(req);
-        mfa.authenticate(caller.identity.id, caller.apiSession.id, codeOf(req));
+        await mfa.authenticate(caller.identity.id, caller.apiSession.id, codeOf(req));
         return empty();
       },
     },
@@ -80,24 +80,24 @@ export function mfaRoutes(mfa: MfaService): RouteSpec[] {
     {
       method: 'GET', url: '/current-identity/mfa', operationId: 'detailMfa', tag, summary: 'The MFA enrollment of the caller',
       access: 'partial', response: { 200: detailEnvelope(detailMfa) },
-      handler: (req) => {
+      handler: async (req) => {
         const caller = callerOf(req);
-        return ok(mfa.present(mfa.recordOf(caller.identity.id), caller.identity.name));
+        return ok(mfa.present(await mfa.recordOf(caller.identity.id), caller.identity.name));
       },
     },
     {
       method: 'POST', url: '/current-identity/mfa', operationId: 'enrollMfa', tag, summary: 'Start MFA enrollment',
       access: 'partial', response: { 201: createEnvelope },
-      handler: (req, reply) => {
-        const id = mfa.enroll(callerOf(req).identity.id);
+      handler: async (req, reply) => {
+        const id = await mfa.enroll(callerOf(req).identity.id);
         return reply.code(201).send(created(id, { self: { href: './current-identity/mfa' } }));
       },
     },
     {
       method: 'DELETE', url: '/current-identity/mfa', operationId: 'deleteMfa', tag, summary: 'Remove the MFA enrollment of the caller',
       access: 'session', headers: ValidationHeader, response: { 200: emptyEnvelope },
-      handler: (req) => {
-        mfa.removeOwn(callerOf(req).identity.id, headerCode(req) ?? '');
+      handler: async (req) => {
+        await mfa.removeOwn(callerOf(req).identity.id, headerCode(req) ?? '');
         return empty();
       },
     },
@@ -118,15 +118,15 @@ export function mfaRoutes(mfa: MfaService): RouteSpec[] {
       handler: async (req) => {
         const body = await getBody(req);
         const code = typeof body?.code === 'string' ? body.code : (headerCode(req) ?? '');
-        return ok(mfa.presentRecoveryCodes(mfa.recoveryCodes(callerOf(req).identity.id, code)));
+        return ok(mfa.presentRecoveryCodes(await mfa.recoveryCodes(callerOf(req).identity.id, code)));
       },
     },
     {
       method: 'POST', url: '/current-identity/mfa/recovery-codes', operationId: 'createMfaRecoveryCodes', tag,
       summary: 'Replace all recovery codes of a verified MFA enrollment', access: 'session', body: MfaCode,
       response: { 200: emptyEnvelope },
-      handler: (req) => {
-        mfa.regenerateRecoveryCodes(callerOf(req).identity.id, codeOf(req));
+      handler: async (req) => {
+        await mfa.regenerateRecoveryCodes(callerOf(req).identity.id, codeOf(req));
         return empty();
       },
     },
@@ -134,9 +134,9 @@ export function mfaRoutes(mfa: MfaService): RouteSpec[] {
       method: 'POST', url: '/current-identity/mfa/verify', operationId: 'verifyMfa', tag,
       summary: 'Complete MFA enrollment with a TOTP code', access: 'partial', body: MfaCode,
       response: { 200: emptyEnvelope },
-      handler: (req) => {
+      handler: async (req) => {
         const caller = callerOf(req);
-        mfa.verify(caller.identity.id, caller.apiSession.id, codeOf(req));
+        await mfa.verify(caller.identity.id, caller.apiSession.id, codeOf(req));
         return empty();
       },
     },
@@ -144,14 +144,14 @@ export function mfaRoutes(mfa: MfaService): RouteSpec[] {
 }
 
 /** `DELETE /identities/{id}/mfa` (management API). */
-export function identityMfaRoutes(db: Db, mfa: MfaService): RouteSpec[] {
+export function identityMfaRoutes(store: Store, mfa: MfaService): RouteSpec[] {
   return [
     {
       method: 'DELETE', url: '/identities/:id/mfa', operationId: 'removeIdentityMfa', tag: 'Identity',
-      summary: "Remove an identity's MFA enrollment", access: 'identity.update', actsOn: onIdentity(db, 'remove the MFA of'), params: IdParams,
+      summary: "Remove an identity's MFA enrollment", access: 'identity.update', actsOn: onIdentity(store, 'remove the MFA of'), params: IdParams,
       response: { 200: emptyEnvelope },
-      handler: (req) => {
-        mfa.adminRemove((req.params as { id: string }).id);
+      handler: async (req) => {
+        await mfa.adminRemove((req.params as { id: string }).id);
         return empty();
       },
     },

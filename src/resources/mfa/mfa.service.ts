@@ -5,9 +5,7 @@
  * a matching one is removed in the same transaction that accepts it. Passing MFA is recorded on the API
  * session (`is_mfa_complete`, `mfa_passed_at`), which MFA posture checks read.
  */
-import type { Db } from '../../store/database.ts';
-import { prepare } from '../../store/entity-table.ts';
-import { withTransaction, type Tx } from '../../store/transaction.ts';
+import type { Sql, Store, Tx } from '../../store/store.ts';
 import { ApiError, notFound } from '../../errors.ts';
 import { newEntityId } from '../../ids.ts';
 import { isoNow, systemClock, type Clock } from '../entity-service.ts';
@@ -39,104 +37,104 @@ function decode(row: Record<string, unknown>): MfaRecord {
 
 const invalidToken = () => new ApiError('MFA_INVALID_TOKEN');
 
-export function createMfaService(db: Db, clock: Clock = systemClock) {
-  function findIn(database: Db, identityId: string): MfaRecord | undefined {
-    const row = prepare(database, 'SELECT * FROM mfas WHERE identity_id = ?').get(identityId) as Record<string, unknown> | undefined;
+export function createMfaService(store: Store, clock: Clock = systemClock) {
+  async function findIn(q: Sql, identityId: string): Promise<MfaRecord | undefined> {
+    const row = await q.get('SELECT * FROM mfas WHERE identity_id = ?', [identityId]);
     return row ? decode(row) : undefined;
   }
 
-  function find(identityId: string): MfaRecord | undefined {
-    return findIn(db, identityId);
+  function find(identityId: string): Promise<MfaRecord | undefined> {
+    return findIn(store, identityId);
   }
 
   /** The identity's record; 404 when there is none, or when its verification state is not the wanted one. */
-  function recordOf(identityId: string, verified?: boolean): MfaRecord {
-    const mfa = find(identityId);
+  async function recordOf(identityId: string, verified?: boolean): Promise<MfaRecord> {
+    const mfa = await find(identityId);
     if (!mfa || (verified !== undefined && mfa.isVerified !== verified)) throw new ApiError('NOT_FOUND');
     return mfa;
   }
 
-  function isEnabled(identityId: string): boolean {
-    return prepare(db, 'SELECT 1 FROM mfas WHERE identity_id = ? AND is_verified = 1').get(identityId) !== undefined;
+  async function isEnabled(identityId: string): Promise<boolean> {
+    return (await store.get('SELECT 1 FROM mfas WHERE identity_id = ? AND is_verified = 1', [identityId])) !== undefined;
   }
 
   /**
    * Checks a TOTP code, or (when allowed) a recovery code, which is consumed inside `tx`. Reads the record
    * again inside the transaction so that one recovery code can never be accepted twice.
    */
-  function acceptCode(tx: Tx, identityId: string, code: string, allowRecovery: boolean): boolean {
-    const mfa = findIn(tx.db, identityId);
+  async function acceptCode(tx: Tx, identityId: string, code: string, allowRecovery: boolean): Promise<boolean> {
+    const mfa = await findIn(tx, identityId);
     if (!mfa || code === '') return false;
     if (isValidTotp(mfa.secret, code, clock.now())) return true;
     if (!allowRecovery) return false;
     const index = mfa.recoveryCodes.indexOf(code);
     if (index < 0) return false;
     const remaining = mfa.recoveryCodes.filter((_, i) => i !== index);
-    prepare(tx.db, 'UPDATE mfas SET recovery_codes = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(remaining), isoNow(clock), mfa.id);
+    await tx.run('UPDATE mfas SET recovery_codes = ?, updated_at = ? WHERE id = ?', [JSON.stringify(remaining), isoNow(clock), mfa.id]);
     return true;
   }
 
-  function markSessionPassed(tx: Tx, apiSessionId: string, alsoRequired: boolean): void {
+  async function markSessionPassed(tx: Tx, apiSessionId: string, alsoRequired: boolean): Promise<void> {
     const now = isoNow(clock);
-    prepare(
-      tx.db,
+    await tx.run(
       `UPDATE api_sessions SET is_mfa_complete = 1, mfa_passed_at = ?, updated_at = ?${alsoRequired ? ', is_mfa_required = 1' : ''} WHERE id = ?`,
-    ).run(now, now, apiSessionId);
+      [now, now, apiSessionId],
+    );
   }
 
   /** `POST /current-identity/mfa`: a new unverified record; 409 MFA_EXISTS when one exists. */
-  function enroll(identityId: string): string {
-    return withTransaction(db, (tx) => {
-      if (findIn(tx.db, identityId)) throw new ApiError('MFA_EXISTS');
+  function enroll(identityId: string): Promise<string> {
+    return store.write(async (tx) => {
+      if (await findIn(tx, identityId)) throw new ApiError('MFA_EXISTS');
       const id = newEntityId();
       const now = isoNow(clock);
-      prepare(
-        tx.db,
+      await tx.run(
         'INSERT INTO mfas (id, identity_id, secret, is_verified, recovery_codes, created_at, updated_at) VALUES (?, ?, ?, 0, ?, ?, ?)',
-      ).run(id, identityId, newTotpSecret(), JSON.stringify(newRecoveryCodes()), now, now);
+        [id, identityId, newTotpSecret(), JSON.stringify(newRecoveryCodes()), now, now],
+      );
       return id;
     });
   }
 
   /** `POST /current-identity/mfa/verify`: TOTP only; completes the calling API session too. */
-  function verify(identityId: string, apiSessionId: string, code: string): void {
-    const mfa = recordOf(identityId, false);
+  async function verify(identityId: string, apiSessionId: string, code: string): Promise<void> {
+    const mfa = await recordOf(identityId, false);
     if (!isValidTotp(mfa.secret, code, clock.now())) throw invalidToken();
-    withTransaction(db, (tx) => {
-      prepare(tx.db, 'UPDATE mfas SET is_verified = 1, updated_at = ? WHERE id = ?').run(isoNow(clock), mfa.id);
-      markSessionPassed(tx, apiSessionId, true);
+    await store.write(async (tx) => {
+      await tx.run('UPDATE mfas SET is_verified = 1, updated_at = ? WHERE id = ?', [isoNow(clock), mfa.id]);
+      await markSessionPassed(tx, apiSessionId, true);
     });
   }
 
   /** `DELETE /current-identity/mfa`: a verified record needs a TOTP or recovery code, an unverified one none. */
-  function removeOwn(identityId: string, code: string): void {
-    withTransaction(db, (tx) => {
-      const mfa = findIn(tx.db, identityId);
+  async function removeOwn(identityId: string, code: string): Promise<void> {
+    await store.write(async (tx) => {
+      const mfa = await findIn(tx, identityId);
       if (!mfa) throw new ApiError('NOT_FOUND');
-      if (mfa.isVerified && !acceptCode(tx, identityId, code, true)) throw invalidToken();
-      prepare(tx.db, 'DELETE FROM mfas WHERE id = ?').run(mfa.id);
+      if (mfa.isVerified && !(await acceptCode(tx, identityId, code, true))) throw invalidToken();
+      await tx.run('DELETE FROM mfas WHERE id = ?', [mfa.id]);
       // MFA posture no longer passes for any of the identity's API sessions.
-      prepare(tx.db, 'UPDATE api_sessions SET mfa_passed_at = NULL WHERE identity_id = ?').run(identityId);
+      await tx.run('UPDATE api_sessions SET mfa_passed_at = NULL WHERE identity_id = ?', [identityId]);
     });
   }
 
   /** `GET /current-identity/mfa/recovery-codes`: TOTP only. */
-  function recoveryCodes(identityId: string, code: string): MfaRecord {
-    const mfa = recordOf(identityId, true);
+  async function recoveryCodes(identityId: string, code: string): Promise<MfaRecord> {
+    const mfa = await recordOf(identityId, true);
     if (code === '' || !isValidTotp(mfa.secret, code, clock.now())) throw invalidToken();
     return mfa;
   }
 
   /** `POST /current-identity/mfa/recovery-codes`: a TOTP or recovery code replaces all twenty codes. */
-  function regenerateRecoveryCodes(identityId: string, code: string): void {
-    recordOf(identityId, true);
-    withTransaction(db, (tx) => {
-      if (!acceptCode(tx, identityId, code, true)) throw invalidToken();
-      prepare(tx.db, 'UPDATE mfas SET recovery_codes = ?, updated_at = ? WHERE identity_id = ?').run(
+  async function regenerateRecoveryCodes(identityId: string, code: string): Promise<void> {
+    await recordOf(identityId, true);
+    await store.write(async (tx) => {
+      if (!(await acceptCode(tx, identityId, code, true))) throw invalidToken();
+      await tx.run('UPDATE mfas SET recovery_codes = ?, updated_at = ? WHERE identity_id = ?', [
         JSON.stringify(newRecoveryCodes()),
         isoNow(clock),
         identityId,
-      );
+      ]);
     });
   }
 
@@ -144,20 +142,20 @@ export function createMfaService(db: Db, clock: Clock = systemClock) {
    * `POST /authenticate/mfa`: a TOTP or recovery code completes the API session. An identity without a
    * verified record is not enrolled (409 MFA_NOT_ENROLLED): an unverified secret is finished with verify.
    */
-  function authenticate(identityId: string, apiSessionId: string, code: string): void {
-    const mfa = find(identityId);
+  async function authenticate(identityId: string, apiSessionId: string, code: string): Promise<void> {
+    const mfa = await find(identityId);
     if (!mfa || !mfa.isVerified) throw new ApiError('MFA_NOT_ENROLLED');
-    withTransaction(db, (tx) => {
-      if (!acceptCode(tx, identityId, code, true)) throw invalidToken();
-      markSessionPassed(tx, apiSessionId, false);
+    await store.write(async (tx) => {
+      if (!(await acceptCode(tx, identityId, code, true))) throw invalidToken();
+      await markSessionPassed(tx, apiSessionId, false);
     });
   }
 
   /** `DELETE /identities/{id}/mfa` (administrator): removes the record, verified or not, without a code. */
-  function adminRemove(identityId: string): void {
-    withTransaction(db, (tx) => {
-      if (!prepare(tx.db, 'SELECT 1 FROM identities WHERE id = ?').get(identityId)) throw notFound('identity', identityId);
-      prepare(tx.db, 'DELETE FROM mfas WHERE identity_id = ?').run(identityId);
+  async function adminRemove(identityId: string): Promise<void> {
+    await store.write(async (tx) => {
+      if (!(await tx.get('SELECT 1 FROM identities WHERE id = ?', [identityId]))) throw notFound('identity', identityId);
+      await tx.run('DELETE FROM mfas WHERE identity_id = ?', [identityId]);
     });
   }
 
@@ -196,8 +194,8 @@ export function createMfaService(db: Db, clock: Clock = systemClock) {
   }
 
   /** PNG QR code of an unverified record's provisioning URL; 404 when absent or verified. */
-  function qrCode(identityId: string, identityName: string): Promise<Buffer> {
-    const mfa = recordOf(identityId, false);
+  async function qrCode(identityId: string, identityName: string): Promise<Buffer> {
+    const mfa = await recordOf(identityId, false);
     return qrCodePng(provisioningUrl(identityName, mfa.secret));
   }
 

@@ -6,7 +6,7 @@ import type { RouteSpec } from '../../http/route.ts';
 import { missingTypeId, unknownTypeId } from '../../errors.ts';
 import { crudRoutes, type CrudService } from '../../http/crud-routes.ts';
 import { roleAttributeListRoute } from '../role-attributes.routes.ts';
-import type { Db } from '../../store/database.ts';
+import type { Store } from '../../store/store.ts';
 import { typeFields, type PostureCheckService } from './posture-check.service.ts';
 import { postureCheckResource } from './posture-check.resource.ts';
 import { postureCheckTypeResource } from '../posture-check-types/posture-check-type.resource.ts';
@@ -39,12 +39,12 @@ export function normalizePostureCheckBody(input: unknown): unknown {
   return { ...body, operatingSystems: entries };
 }
 
-export function postureCheckRoutes(db: Db, postureChecks: PostureCheckService, postureCheckTypes: CrudService): RouteSpec[] {
+export function postureCheckRoutes(store: Store, postureChecks: PostureCheckService, postureCheckTypes: CrudService): RouteSpec[] {
   return [
     ...crudRoutes(postureCheckResource, postureChecks, { tag: 'Posture Checks', roleFilter: true, normalizeBody: normalizePostureCheckBody }),
     roleAttributeListRoute({
       url: '/posture-check-role-attributes', operationId: 'listPostureCheckRoleAttributes', tag: 'Role Attributes',
-      table: 'posture_check_role_attributes', permission: 'posture-check', db,
+      table: 'posture_check_role_attributes', permission: 'posture-check', store,
     }),
     // The types are a fixed catalogue any session may read, as upstream.
     ...crudRoutes(postureCheckTypeResource, postureCheckTypes, { tag: 'Posture Checks', operations: ['list', 'detail'], access: { read: 'session' } }),

@@ -4,9 +4,8 @@
  * version counter, role attributes fed to the access index, and service-update marks for the identities
  * of service policies that include a changed check.
  */
-import type { Db } from '../../store/database.ts';
 import type { Values } from '../../store/entity-table.ts';
-import type { Tx } from '../../store/transaction.ts';
+import type { Store, Tx } from '../../store/store.ts';
 import { fieldError } from '../../errors.ts';
 import { parseRange } from '../../posture/semver-range.ts';
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
@@ -110,27 +109,27 @@ function buildDetails(typeId: PostureCheckTypeId, body: Record<string, unknown>,
   return out;
 }
 
-export function createPostureCheckService(db: Db, access: AccessService, clock: Clock = systemClock) {
+export function createPostureCheckService(store: Store, access: AccessService, clock: Clock = systemClock) {
   /** Identities of the service policies that currently include the check. */
-  function touchPolicyIdentities(tx: Tx, id: string): void {
+  async function touchPolicyIdentities(tx: Tx, id: string): Promise<void> {
     const identities = new Set<string>();
     for (const policyId of access.index.policiesOf('postureCheck', id, 'servicePolicy')) {
       for (const identityId of access.index.membersOf(policyId, 'identityRoles')) identities.add(identityId);
     }
-    access.touch(tx, identities);
+    await access.touch(tx, identities);
   }
 
   const entities = createEntityService(
     postureCheckResource,
-    db,
+    store,
     {
       beforeCreate(_tx, values, body) {
         values.roleAttributes = normalizeRoleAttributes(values.roleAttributes as string[], { checkPrefix: false });
         values.version = 1;
         values.details = buildDetails(values.typeId as PostureCheckTypeId, body, undefined);
       },
-      afterCreate(tx, values) {
-        access.entityChanged(tx, 'postureCheck', values.id as string, values.roleAttributes as string[]);
+      async afterCreate(tx, values) {
+        await access.entityChanged(tx, 'postureCheck', values.id as string, values.roleAttributes as string[]);
       },
       beforeUpdate(_tx, existing, changes, mode, body) {
         if (changes.roleAttributes !== undefined) {
@@ -142,13 +141,13 @@ export function createPostureCheckService(db: Db, access: AccessService, clock: 
         changes.details = buildDetails(typeId, body, keep);
         changes.version = (existing.version as number) + 1;
       },
-      afterUpdate(tx, existing, changes) {
+      async afterUpdate(tx, existing, changes) {
         const id = existing.id as string;
-        if (changes.roleAttributes !== undefined) access.entityChanged(tx, 'postureCheck', id, changes.roleAttributes as string[]);
-        touchPolicyIdentities(tx, id);
+        if (changes.roleAttributes !== undefined) await access.entityChanged(tx, 'postureCheck', id, changes.roleAttributes as string[]);
+        await touchPolicyIdentities(tx, id);
       },
-      beforeDelete(tx, existing) {
-        access.entityRemoved(tx, 'postureCheck', existing.id as string);
+      async beforeDelete(tx, existing) {
+        await access.entityRemoved(tx, 'postureCheck', existing.id as string);
       },
     },
     clock,

@@ -5,15 +5,15 @@
  * listeners.
  */
 import type { LiveRouter } from '../../fabric/live-routers.ts';
-import type { Db } from '../../store/database.ts';
+import type { Store } from '../../store/store.ts';
 import type { Values } from '../../store/entity-table.ts';
 import { createEntityService } from '../entity-service.ts';
 import { fabricRouterResource } from './fabric-router.resource.ts';
 
 export interface FabricRouterServiceDeps {
-  db: Db;
+  store: Store;
   /** Connected routers, by id. */
-  liveRouters: () => ReadonlyMap<string, LiveRouter>;
+  liveRouters: () => ReadonlyMap<string, LiveRouter> | Promise<ReadonlyMap<string, LiveRouter>>;
 }
 
 /** The version fields a router sent, without the empty ones (upstream omits them). */
@@ -21,12 +21,12 @@ function versionInfoOf(live: LiveRouter): Record<string, string> {
   return Object.fromEntries(Object.entries(live.versionInfo).filter(([, v]) => typeof v === 'string' && v !== ''));
 }
 
-export function createFabricRouterService({ db, liveRouters }: FabricRouterServiceDeps) {
-  const entities = createEntityService(fabricRouterResource, db);
+export function createFabricRouterService({ store, liveRouters }: FabricRouterServiceDeps) {
+  const entities = createEntityService(fabricRouterResource, store);
 
-  function present(values: Values): Record<string, unknown> {
+  async function present(values: Values): Promise<Record<string, unknown>> {
     const detail = fabricRouterResource.presentStored(values);
-    const live = liveRouters().get(values.id as string);
+    const live = (await liveRouters()).get(values.id as string);
     detail.connected = live !== undefined;
     detail.listenerAddresses = live && live.listeners.length > 0 ? live.listeners.map((l) => ({ address: l.address, protocol: l.protocol })) : null;
     if (live) detail.versionInfo = versionInfoOf(live);

@@ -5,9 +5,7 @@
  * written inside it. Expiry: 180 minutes, the upstream default router enrollment duration.
  */
 import { randomUUID } from 'node:crypto';
-import { prepare } from '../../store/entity-table.ts';
-import type { Tx } from '../../store/transaction.ts';
-import type { Db } from '../../store/database.ts';
+import type { Sql, Tx } from '../../store/store.ts';
 import { newEntityId } from '../../ids.ts';
 import { signJwt, type JwtSigningKey } from '../../pki/enrollment-jwt.ts';
 import type { Clock } from '../entity-service.ts';
@@ -66,16 +64,16 @@ export function createRouterEnrollments(opts: RouterEnrollmentOptions) {
   }
 
   /** Writes a prepared enrollment inside the caller's transaction. */
-  function insert(tx: Tx, e: PendingRouterEnrollment): void {
-    prepare(
-      tx.db,
+  async function insert(tx: Tx, e: PendingRouterEnrollment): Promise<void> {
+    await tx.run(
       `INSERT INTO enrollments (id, method, router_id, token, jwt, issued_at, expires_at, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(e.id, e.method, e.routerId, e.token, e.jwt, e.issuedAt, e.expiresAt, e.issuedAt, e.issuedAt);
+      [e.id, e.method, e.routerId, e.token, e.jwt, e.issuedAt, e.expiresAt, e.issuedAt, e.issuedAt],
+    );
   }
 
-  function removeAll(tx: Tx, routerId: string): void {
-    prepare(tx.db, 'DELETE FROM enrollments WHERE router_id = ?').run(routerId);
+  async function removeAll(tx: Tx, routerId: string): Promise<void> {
+    await tx.run('DELETE FROM enrollments WHERE router_id = ?', [routerId]);
   }
 
   return { prepare: prepareEnrollment, insert, removeAll };
@@ -84,16 +82,17 @@ export function createRouterEnrollments(opts: RouterEnrollmentOptions) {
 export type RouterEnrollments = ReturnType<typeof createRouterEnrollments>;
 
 /** The router's first outstanding enrollment, for the enrollment fields of the read model. */
-export function routerEnrollmentOf(db: Db, routerId: string): RouterEnrollmentSummary | undefined {
-  const row = prepare(db, 'SELECT jwt, token, created_at, expires_at FROM enrollments WHERE router_id = ? ORDER BY created_at, id LIMIT 1').get(routerId) as
-    | { jwt: string; token: string; created_at: string; expires_at: string }
-    | undefined;
+export async function routerEnrollmentOf(q: Sql, routerId: string): Promise<RouterEnrollmentSummary | undefined> {
+  const row = await q.get<{ jwt: string; token: string; created_at: string; expires_at: string }>(
+    'SELECT jwt, token, created_at, expires_at FROM enrollments WHERE router_id = ? ORDER BY created_at, id LIMIT 1',
+    [routerId],
+  );
   return row ? { jwt: row.jwt, token: row.token, createdAt: row.created_at, expiresAt: row.expires_at } : undefined;
 }
 
 /** The read model's enrollment fields of a router that is not verified yet (none once it is). */
-export function enrollmentFieldsOf(db: Db, routerId: string): Record<string, string> {
-  const enrollment = routerEnrollmentOf(db, routerId);
+export async function enrollmentFieldsOf(q: Sql, routerId: string): Promise<Record<string, string>> {
+  const enrollment = await routerEnrollmentOf(q, routerId);
   if (!enrollment) return {};
   return {
     enrollmentJwt: enrollment.jwt,

@@ -10,9 +10,7 @@ import type { RouteSpec } from '../../http/route.ts';
 import { IdParams } from '../../http/list-params.ts';
 import { empty, emptyEnvelope, list } from '../../http/envelope.ts';
 import { EntityRef, ListMeta } from '../common.schema.ts';
-import { prepare } from '../../store/entity-table.ts';
-import { withTransaction, type Tx } from '../../store/transaction.ts';
-import type { Db } from '../../store/database.ts';
+import type { Sql, Store, Tx } from '../../store/store.ts';
 import { notFound } from '../../errors.ts';
 import type { AccessService } from '../../access/access.service.ts';
 import { onIdentity } from '../identities/identity-rights.ts';
@@ -32,13 +30,13 @@ function identityId(req: FastifyRequest): string {
   return (req.params as { id: string }).id;
 }
 
-export function identityServiceConfigRoutes(db: Db, access: AccessService): RouteSpec[] {
-  function assertIdentity(handle: Db, id: string): void {
-    if (!prepare(handle, 'SELECT 1 FROM identities WHERE id = ?').get(id)) throw notFound('identity', id);
+export function identityServiceConfigRoutes(store: Store, access: AccessService): RouteSpec[] {
+  async function assertIdentity(handle: Sql, id: string): Promise<void> {
+    if (!(await handle.get('SELECT 1 FROM identities WHERE id = ?', [id]))) throw notFound('identity', id);
   }
 
-  function configType(tx: Tx, configId: string): string {
-    const row = prepare(tx.db, 'SELECT config_type_id FROM configs WHERE id = ?').get(configId) as { config_type_id: string } | undefined;
+  async function configType(tx: Tx, configId: string): Promise<string> {
+    const row = await tx.get<{ config_type_id: string }>('SELECT config_type_id FROM configs WHERE id = ?', [configId]);
     if (!row) throw notFound('config', configId);
     return row.config_type_id;
   }
@@ -48,18 +46,18 @@ export function identityServiceConfigRoutes(db: Db, access: AccessService): Rout
       method: 'GET', url: '/identities/:id/service-configs', operationId: 'listIdentitysServiceConfigs', tag: 'Identity',
       summary: 'List the service config overrides of an identity', access: 'identity.read',
       params: IdParams, response: { 200: Type.Object({ data: Type.Array(ServiceConfigDetail), meta: ListMeta }) },
-      handler: (req) => {
+      handler: async (req) => {
         const id = identityId(req);
-        assertIdentity(db, id);
-        const rows = prepare(
-          db,
+        await assertIdentity(store, id);
+        const rows = await store.all<{ service_id: string; service_name: string; config_id: string; config_name: string }>(
           `SELECT o.service_id, s.name AS service_name, o.config_id, c.name AS config_name
              FROM identity_service_configs o
              JOIN services s ON s.id = o.service_id
              JOIN configs c ON c.id = o.config_id
             WHERE o.identity_id = ?
             ORDER BY o.service_id, o.config_type_id`,
-        ).all(id) as Array<{ service_id: string; service_name: string; config_id: string; config_name: string }>;
+          [id],
+        );
         const items = rows.map((r) => ({
           config: entityRef('configs', r.config_id, r.config_name),
           configId: r.config_id,
@@ -71,41 +69,38 @@ export function identityServiceConfigRoutes(db: Db, access: AccessService): Rout
     },
     {
       method: 'POST', url: '/identities/:id/service-configs', operationId: 'associateIdentitysServiceConfigs', tag: 'Identity',
-      summary: 'Set service config overrides of an identity', access: 'identity.update', actsOn: onIdentity(db, 'modify'),
+      summary: 'Set service config overrides of an identity', access: 'identity.update', actsOn: onIdentity(store, 'modify'),
       params: IdParams, body: Pairs, response: { 200: emptyEnvelope },
-      handler: (req) => {
+      handler: async (req) => {
         const id = identityId(req);
         const pairs = req.body as Array<{ serviceId: string; configId: string }>;
-        withTransaction(db, (tx) => {
-          assertIdentity(tx.db, id);
-          const upsert = prepare(
-            tx.db,
-            `INSERT INTO identity_service_configs (identity_id, service_id, config_type_id, config_id) VALUES (?, ?, ?, ?)
-             ON CONFLICT(identity_id, service_id, config_type_id) DO UPDATE SET config_id = excluded.config_id`,
-          );
+        await store.write(async (tx) => {
+          await assertIdentity(tx, id);
+          const upsert = `INSERT INTO identity_service_configs (identity_id, service_id, config_type_id, config_id) VALUES (?, ?, ?, ?)
+             ON CONFLICT(identity_id, service_id, config_type_id) DO UPDATE SET config_id = excluded.config_id`;
           for (const pair of pairs) {
-            const typeId = configType(tx, pair.configId);
-            if (!prepare(tx.db, 'SELECT 1 FROM services WHERE id = ?').get(pair.serviceId)) throw notFound('service', pair.serviceId);
-            upsert.run(id, pair.serviceId, typeId, pair.configId);
+            const typeId = await configType(tx, pair.configId);
+            if (!(await tx.get('SELECT 1 FROM services WHERE id = ?', [pair.serviceId]))) throw notFound('service', pair.serviceId);
+            await tx.run(upsert, [id, pair.serviceId, typeId, pair.configId]);
           }
-          access.touch(tx, [id]);
+          await access.touch(tx, [id]);
         });
         return empty();
       },
     },
     {
       method: 'DELETE', url: '/identities/:id/service-configs', operationId: 'disassociateIdentitysServiceConfigs', tag: 'Identity',
-      summary: 'Remove service config overrides of an identity', access: 'identity.update', actsOn: onIdentity(db, 'modify'),
+      summary: 'Remove service config overrides of an identity', access: 'identity.update', actsOn: onIdentity(store, 'modify'),
       params: IdParams, body: OptionalPairs, response: { 200: emptyEnvelope },
-      handler: (req) => {
+      handler: async (req) => {
         const id = identityId(req);
         const pairs = (req.body as Array<{ serviceId: string; configId: string }> | null | undefined) ?? [];
-        withTransaction(db, (tx) => {
-          assertIdentity(tx.db, id);
-          const remove = prepare(tx.db, 'DELETE FROM identity_service_configs WHERE identity_id = ? AND service_id = ? AND config_type_id = ?');
+        await store.write(async (tx) => {
+          await assertIdentity(tx, id);
+          const remove = 'DELETE FROM identity_service_configs WHERE identity_id = ? AND service_id = ? AND config_type_id = ?';
           let removed = 0;
-          for (const pair of pairs) removed += remove.run(id, pair.serviceId, configType(tx, pair.configId)).changes;
-          if (removed > 0) access.touch(tx, [id]);
+          for (const pair of pairs) removed += (await tx.run(remove, [id, pair.serviceId, await configType(tx, pair.configId)])).changes;
+          if (removed > 0) await access.touch(tx, [id]);
         });
         return empty();
       },

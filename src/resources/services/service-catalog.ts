@@ -6,9 +6,8 @@
  * Current exactly while the change counters of `services`, `configs` and `config_types` (migration 0022) are
  * unchanged: any write to them, by this process or another, rebuilds it at the next read.
  */
-import type { Db } from '../../store/database.ts';
-import { decodeRow, prepare, type Values } from '../../store/entity-table.ts';
-import { versionedValue } from '../../store/table-versions.ts';
+import { decodeRow, type Values } from '../../store/entity-table.ts';
+import type { Sql, Store } from '../../store/store.ts';
 import { serviceResource } from './service.resource.ts';
 
 export interface CatalogService {
@@ -38,27 +37,27 @@ export function storedReadModel(values: Values): Record<string, unknown> {
   return out;
 }
 
-export function createServiceCatalog(db: Db) {
-  function build(): ServiceCatalogState {
+export function createServiceCatalog(store: Store) {
+  async function build(q: Sql): Promise<ServiceCatalogState> {
     const ordered: CatalogService[] = [];
     const positionOf = new Map<string, number>();
-    for (const row of prepare(db, 'SELECT * FROM services ORDER BY id').all() as Array<Record<string, unknown>>) {
+    for (const row of await q.all('SELECT * FROM services ORDER BY id')) {
       const values = decodeRow(serviceResource.decl, row);
       const base = storedReadModel(values);
       positionOf.set(values.id as string, ordered.length);
       ordered.push({ values, base, jsonHead: JSON.stringify(base).slice(0, -1) });
     }
     const configs = new Map<string, { typeId: string; value: unknown }>();
-    for (const r of prepare(db, 'SELECT id, config_type_id, data FROM configs').all() as Array<{ id: string; config_type_id: string; data: string }>) {
+    for (const r of await q.all<{ id: string; config_type_id: string; data: string }>('SELECT id, config_type_id, data FROM configs')) {
       configs.set(r.id, { typeId: r.config_type_id, value: JSON.parse(r.data) as unknown });
     }
     const typeNames = new Map<string, string>();
-    for (const r of prepare(db, 'SELECT id, name FROM config_types').all() as Array<{ id: string; name: string }>) typeNames.set(r.id, r.name);
+    for (const r of await q.all<{ id: string; name: string }>('SELECT id, name FROM config_types')) typeNames.set(r.id, r.name);
     return { ordered, positionOf, configs, typeNames };
   }
 
-  /** The catalogue as the store holds it now. */
-  const current = versionedValue(db, ['services', 'configs', 'config_types'], build);
+  /** The catalogue as the store holds it now (pass the transaction when reading inside a write). */
+  const current = store.versioned(['services', 'configs', 'config_types'], build);
 
   return { current };
 }

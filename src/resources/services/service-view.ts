@@ -7,8 +7,8 @@
  *   evaluated for the caller's API session (src/posture); pseudo entries, one per permission, when no
  *   posture check exists or no policy links the pair.
  */
-import type { Db } from '../../store/database.ts';
-import { prepare, type Values } from '../../store/entity-table.ts';
+import type { Values } from '../../store/entity-table.ts';
+import type { Sql, Store } from '../../store/store.ts';
 import type { AccessService } from '../../access/access.service.ts';
 import type { Clock, Page } from '../entity-service.ts';
 import { createPostureEvaluator, placeholderQueries } from '../../posture/posture-evaluator.ts';
@@ -19,12 +19,12 @@ import { MAX_INT64_TEXT } from '../../query/index.ts';
 export type WantedTypes = 'all' | ReadonlySet<string>;
 
 /** Names or ids (and `all`) to type ids; unknown entries are dropped (model.md §2.3). */
-export function resolveWantedTypes(db: Db, requested: readonly string[]): WantedTypes {
+export async function resolveWantedTypes(q: Sql, requested: readonly string[]): Promise<WantedTypes> {
   if (requested.includes('all')) return 'all';
   const out = new Set<string>();
-  const byIdOrName = prepare(db, 'SELECT id FROM config_types WHERE id = ? OR name = ?');
+  const byIdOrName = 'SELECT id FROM config_types WHERE id = ? OR name = ?';
   for (const entry of requested) {
-    const row = byIdOrName.get(entry, entry) as { id: string } | undefined;
+    const row = await q.get<{ id: string }>(byIdOrName, [entry, entry]);
     if (row) out.add(row.id);
   }
   return out;
@@ -58,9 +58,9 @@ export interface ServiceViewOptions {
 /** JSON text of the posture placeholders by permission set (a handful of entries). */
 const placeholderJson = new Map<string, string>();
 
-export function createServiceViews(db: Db, access: AccessService, clock: Clock) {
-  const posture = createPostureEvaluator({ db, access, clock });
-  const services = createServiceCatalog(db);
+export function createServiceViews(store: Store, access: AccessService, clock: Clock) {
+  const posture = createPostureEvaluator({ store, access, clock });
+  const services = createServiceCatalog(store);
   function permissionNames(p: { dial: boolean; bind: boolean }): string[] {
     const out: string[] = [];
     if (p.bind) out.push('Bind');
@@ -72,13 +72,13 @@ export function createServiceViews(db: Db, access: AccessService, clock: Clock) 
    * The identity's overrides for the page's services (in key order, as stored per pair), with the values
    * taken from the catalogue.
    */
-  function pageOverrides(catalog: ServiceCatalogState, identityId: string, items: readonly Values[]) {
+  async function pageOverrides(catalog: ServiceCatalogState, identityId: string, items: readonly Values[]) {
     const overrides = new Map<string, Array<{ typeId: string; value: unknown }>>();
-    const rows = prepare(db, 'SELECT service_id, config_type_id, config_id FROM identity_service_configs WHERE identity_id = ? ORDER BY service_id, config_type_id').all(identityId) as Array<{
+    const rows = await store.all<{
       service_id: string;
       config_type_id: string;
       config_id: string;
-    }>;
+    }>('SELECT service_id, config_type_id, config_id FROM identity_service_configs WHERE identity_id = ? ORDER BY service_id, config_type_id', [identityId]);
     if (rows.length === 0) return overrides;
     const onPage = new Set(items.map((v) => v.id as string));
     for (const o of rows) {
@@ -118,17 +118,17 @@ export function createServiceViews(db: Db, access: AccessService, clock: Clock) 
   }
 
   /** What rendering a page for one caller needs, read once per page. */
-  function callerContext(catalog: ServiceCatalogState, items: readonly Values[], opts: ServiceViewOptions) {
+  async function callerContext(catalog: ServiceCatalogState, items: readonly Values[], opts: ServiceViewOptions) {
     const mine = access.index.identityServices(opts.identityId);
     const wanted = opts.configTypes;
     const merging = wanted !== undefined && (wanted === 'all' || wanted.size > 0);
-    const overrides = merging ? pageOverrides(catalog, opts.identityId, items) : undefined;
-    const postureQueries = posture.queryContext(opts.identityId, opts.apiSessionId);
+    const overrides = merging ? await pageOverrides(catalog, opts.identityId, items) : undefined;
+    const postureQueries = await posture.queryContext(opts.identityId, opts.apiSessionId);
     return {
       permissions: (id: string) => (opts.permissions ? permissionNames(mine.permissions(id)) : null),
       /** `postureQueries` as JSON text (the placeholders' text is made once per permission set). */
-      postureQueriesJson: (id: string, permissions: readonly string[] | null): string => {
-        if (!postureQueries.placeholdersOnly) return JSON.stringify(postureQueries(id, permissions));
+      postureQueriesJson: async (id: string, permissions: readonly string[] | null): Promise<string> => {
+        if (!postureQueries.placeholdersOnly) return JSON.stringify(await postureQueries(id, permissions));
         const key = permissions ? permissions.join(',') : '';
         let json = placeholderJson.get(key);
         if (json === undefined) placeholderJson.set(key, (json = JSON.stringify(placeholderQueries(permissions))));
@@ -145,19 +145,21 @@ export function createServiceViews(db: Db, access: AccessService, clock: Clock) 
   }
 
   /** Renders services for one caller view; the identity's policies and posture data are read once per call. */
-  function present(items: Values[], opts: ServiceViewOptions): Array<Record<string, unknown>> {
-    const catalog = services.current();
-    const ctx = callerContext(catalog, items, opts);
-    return items.map((values) => {
+  async function present(items: Values[], opts: ServiceViewOptions): Promise<Array<Record<string, unknown>>> {
+    const catalog = await services.current();
+    const ctx = await callerContext(catalog, items, opts);
+    const rendered: Array<Record<string, unknown>> = [];
+    for (const values of items) {
       const out = base(catalog, values);
       const id = values.id as string;
       const permissions = ctx.permissions(id);
       out.permissions = permissions;
       const config = ctx.config(id, values);
       out.config = config === undefined ? (opts.emptyConfig === 'object' ? {} : null) : config;
-      out.postureQueries = ctx.postureQueries(id, permissions);
-      return out;
-    });
+      out.postureQueries = await ctx.postureQueries(id, permissions);
+      rendered.push(out);
+    }
+    return rendered;
   }
 
   /**
@@ -165,9 +167,9 @@ export function createServiceViews(db: Db, access: AccessService, clock: Clock) 
    * document `present` and the route's response serializer make (a test holds the two paths equal), built from
    * each service's stored JSON plus its per-caller fields, without copying or re-serializing the stored part.
    */
-  function presentPageJson(page: CatalogPage, opts: ServiceViewOptions, paging: Page, filterableFieldsJson: string): string {
+  async function presentPageJson(page: CatalogPage, opts: ServiceViewOptions, paging: Page, filterableFieldsJson: string): Promise<string> {
     const { catalog, entries } = page;
-    const ctx = callerContext(catalog, entries.map((e) => e.values), opts);
+    const ctx = await callerContext(catalog, entries.map((e) => e.values), opts);
     const emptyConfig = opts.emptyConfig === 'object' ? '{}' : 'null';
     const parts: string[] = [];
     for (const { values, jsonHead } of entries) {
@@ -175,7 +177,7 @@ export function createServiceViews(db: Db, access: AccessService, clock: Clock) 
       const permissions = ctx.permissions(id);
       const config = ctx.config(id, values);
       const configJson = config === undefined ? emptyConfig : JSON.stringify(config);
-      parts.push(`${jsonHead},"permissions":${JSON.stringify(permissions)},"config":${configJson},"postureQueries":${ctx.postureQueriesJson(id, permissions)}}`);
+      parts.push(`${jsonHead},"permissions":${JSON.stringify(permissions)},"config":${configJson},"postureQueries":${await ctx.postureQueriesJson(id, permissions)}}`);
     }
     const limit = paging.unlimited ? MAX_INT64_TEXT : String(paging.limit);
     return `{"data":[${parts.join(',')}],"meta":{${filterableFieldsJson ? `"filterableFields":${filterableFieldsJson},` : ''}"pagination":{"limit":${limit},"offset":${paging.offset},"totalCount":${paging.totalCount}}}}`;
@@ -185,8 +187,8 @@ export function createServiceViews(db: Db, access: AccessService, clock: Clock) 
    * One page of the services an identity may dial or bind, in the list's default order (id ascending), from
    * the catalogue: the same page and count as the store's `ORDER BY id LIMIT/OFFSET`.
    */
-  function defaultPage(identityId: string, limit: number, offset: number): CatalogPage {
-    const catalog = services.current();
+  async function defaultPage(identityId: string, limit: number, offset: number): Promise<CatalogPage> {
+    const catalog = await services.current();
     const mine = access.index.identityServices(identityId);
     const positions = mine.memo(catalog, () => {
       const found: number[] = [];

@@ -11,10 +11,9 @@ import { IdParams, ListQuery, listRequest } from '../../http/list-params.ts';
 import { detailEnvelope, list, listEnvelope, ok } from '../../http/envelope.ts';
 import { callerOf } from '../../http/caller.ts';
 import { idSetCondition } from '../../query/dialect.ts';
-import { prepare } from '../../store/entity-table.ts';
 import { compileListQuery } from '../../query/index.ts';
 import { filterableFields } from '../../query/symbols.ts';
-import type { Db } from '../../store/database.ts';
+import type { Store } from '../../store/store.ts';
 import { notFound } from '../../errors.ts';
 import type { AccessService } from '../../access/access.service.ts';
 import type { IdentitySummary } from '../identities/identity.service.ts';
@@ -41,7 +40,7 @@ const IdentityServicesQuery = Type.Object({
 });
 
 export interface ServiceRouteDeps {
-  db: Db;
+  store: Store;
   access: AccessService;
   services: ServiceEntityService;
   views: ServiceViews;
@@ -56,16 +55,16 @@ function id(req: FastifyRequest): string {
 }
 
 /** Management reads only the first `configTypes` value and splits it on commas (model.md §2.4). */
-function managementWanted(db: Db, req: FastifyRequest): WantedTypes {
+async function managementWanted(store: Store, req: FastifyRequest): Promise<WantedTypes> {
   const values = (req.query as { configTypes?: string[] }).configTypes;
-  if (values && values.length > 0) return resolveWantedTypes(db, values[0]!.split(',').map((s) => s.trim()).filter(Boolean));
+  if (values && values.length > 0) return resolveWantedTypes(store, values[0]!.split(',').map((s) => s.trim()).filter(Boolean));
   return sessionWantedTypes(callerOf(req).apiSession.configTypes);
 }
 
 /** The client API takes every repeated `configTypes` value (names, ids or `all`). */
-function clientWanted(db: Db, req: FastifyRequest): WantedTypes {
+async function clientWanted(store: Store, req: FastifyRequest): Promise<WantedTypes> {
   const values = (req.query as { configTypes?: string[] }).configTypes;
-  if (values && values.length > 0) return resolveWantedTypes(db, values);
+  if (values && values.length > 0) return resolveWantedTypes(store, values);
   return sessionWantedTypes(callerOf(req).apiSession.configTypes);
 }
 
@@ -79,7 +78,7 @@ interface ServiceSubList {
   operationId: string;
   tag: string;
   querystring?: TSchema;
-  parentExists(id: string): boolean;
+  parentExists(id: string): Promise<boolean>;
   ids(id: string, req: FastifyRequest): Iterable<string> | { sql: string; params: unknown[] };
 }
 
@@ -88,19 +87,19 @@ function isCondition(x: Iterable<string> | { sql: string; params: unknown[] }): 
 }
 
 export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
-  const { db, access, services, views, configs } = deps;
-  const exists = (sql: string) => (key: string) => prepare(db, sql).get(key) !== undefined;
+  const { store, access, services, views, configs } = deps;
+  const exists = (sql: string) => async (key: string) => (await store.get(sql, [key])) !== undefined;
 
   function subList(spec: ServiceSubList): RouteSpec {
     return {
       method: 'GET', url: spec.url, operationId: spec.operationId, tag: spec.tag,
       summary: 'List the services of this record', access: 'service.read',
       params: IdParams, querystring: spec.querystring ?? ListQuery, response: listResponse,
-      handler: (req) => {
+      handler: async (req) => {
         const parent = id(req);
-        const set = spec.parentExists(parent) ? spec.ids(parent, req) : [];
-        const r = services.list(listRequest(req), isCondition(set) ? set : idSetCondition('e.id', set));
-        const items = views.present(r.items, { identityId: callerOf(req).identity.id, apiSessionId: callerOf(req).apiSession.id, permissions: false, emptyConfig: 'null' });
+        const set = (await spec.parentExists(parent)) ? spec.ids(parent, req) : [];
+        const r = await services.list(listRequest(req), isCondition(set) ? set : idSetCondition('e.id', set, store.dialect));
+        const items = await views.present(r.items, { identityId: callerOf(req).identity.id, apiSessionId: callerOf(req).apiSession.id, permissions: false, emptyConfig: 'null' });
         return list(items, r.page, r.filterableFields);
       },
     };
@@ -110,22 +109,22 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
     {
       method: 'GET', url: '/services', operationId: 'listServices', tag: 'Service', summary: 'List services',
       access: 'service.read', querystring: ServiceListQuery, response: listResponse,
-      handler: (req) => {
+      handler: async (req) => {
         const lr = listRequest(req);
-        const r = services.list(lr);
+        const r = await services.list(lr);
         const caller = callerOf(req);
         const opts: ServiceViewOptions = hasRoleFilter(lr)
           ? { identityId: caller.identity.id, apiSessionId: caller.apiSession.id, permissions: false, emptyConfig: 'null' }
-          : { identityId: caller.identity.id, apiSessionId: caller.apiSession.id, permissions: true, configTypes: managementWanted(db, req), emptyConfig: 'object' };
-        return list(views.present(r.items, opts), r.page, r.filterableFields);
+          : { identityId: caller.identity.id, apiSessionId: caller.apiSession.id, permissions: true, configTypes: await managementWanted(store, req), emptyConfig: 'object' };
+        return list(await views.present(r.items, opts), r.page, r.filterableFields);
       },
     },
     {
       method: 'GET', url: '/services/:id', operationId: 'detailService', tag: 'Service', summary: 'Retrieve a service',
       access: 'service.read', params: IdParams, response: { 200: detailEnvelope(detail) },
-      handler: (req) => {
-        const values = services.get(id(req));
-        return ok(views.present([values], { identityId: callerOf(req).identity.id, apiSessionId: callerOf(req).apiSession.id, permissions: true, emptyConfig: 'null' })[0]);
+      handler: async (req) => {
+        const values = await services.get(id(req));
+        return ok((await views.present([values], { identityId: callerOf(req).identity.id, apiSessionId: callerOf(req).apiSession.id, permissions: true, emptyConfig: 'null' }))[0]);
       },
     },
     ...crudRoutes(serviceResource, { ...services, present: serviceResource.presentStored }, { tag: 'Service', operations: ['create', 'update', 'patch', 'delete'] }),
@@ -133,15 +132,17 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
       method: 'GET', url: '/services/:id/configs', operationId: 'listServiceConfig', tag: 'Service',
       summary: 'List the configs of a service', access: 'config.read',
       params: IdParams, querystring: ListQuery, response: { 200: listEnvelope(configResource.schemas.detail) },
-      handler: (req) => {
+      handler: async (req) => {
         const serviceId = id(req);
-        const r = configs.list(listRequest(req), { sql: 'e.id IN (SELECT config_id FROM service_configs WHERE service_id = ?)', params: [serviceId] });
-        return list(r.items.map(configs.present), r.page, r.filterableFields);
+        const r = await configs.list(listRequest(req), { sql: 'e.id IN (SELECT config_id FROM service_configs WHERE service_id = ?)', params: [serviceId] });
+        const items: Array<Record<string, unknown>> = [];
+        for (const item of r.items) items.push(await configs.present(item));
+        return list(items, r.page, r.filterableFields);
       },
     },
     roleAttributeListRoute({
       url: '/service-role-attributes', operationId: 'listServiceRoleAttributes', tag: 'Role Attributes',
-      table: 'service_role_attributes', permission: 'service', db,
+      table: 'service_role_attributes', permission: 'service', store,
     }),
     subList({
       url: '/identities/:id/services', operationId: 'listIdentityServices', tag: 'Identity',
@@ -178,7 +179,7 @@ export function serviceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
 export function clientServiceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
   const fields = filterableFields(serviceResource.symbols);
   const serviceFilterableJson = fields.length ? JSON.stringify(fields) : '';
-  const { db, access, services, views } = deps;
+  const { store, access, services, views } = deps;
   // Admins too see only the services a policy lets their identity dial or bind, as upstream.
   const visible = (identity: IdentitySummary, serviceId: string) => {
     const p = access.index.permissions(identity.id, serviceId);
@@ -188,32 +189,32 @@ export function clientServiceRoutes(deps: ServiceRouteDeps): RouteSpec[] {
     {
       method: 'GET', url: '/services', operationId: 'listServices', tag: 'Service', summary: 'List the services the caller may use',
       access: 'session', querystring: ServiceListQuery, response: listResponse,
-      handler: (req, reply) => {
+      handler: async (req, reply) => {
         const caller = callerOf(req);
         const lr = listRequest(req);
         const who = caller.identity.id;
-        const opts: ServiceViewOptions = { identityId: caller.identity.id, apiSessionId: caller.apiSession.id, permissions: true, configTypes: clientWanted(db, req), emptyConfig: 'object' };
+        const opts: ServiceViewOptions = { identityId: caller.identity.id, apiSessionId: caller.apiSession.id, permissions: true, configTypes: await clientWanted(store, req), emptyConfig: 'object' };
         if (!lr.filter && !lr.sort && !hasRoleFilter(lr)) {
           // The default order (what SDKs and tunnelers ask for) is paged and rendered from the service catalogue.
-          const q = compileListQuery(serviceResource.symbols, lr);
-          const page = views.defaultPage(who, q.limit, q.offset);
-          const json = views.presentPageJson(page, opts, { limit: q.limit, offset: q.offset, totalCount: page.totalCount, unlimited: q.unlimited }, serviceFilterableJson);
+          const q = compileListQuery(serviceResource.symbols, lr, store.dialect);
+          const page = await views.defaultPage(who, q.limit, q.offset);
+          const json = await views.presentPageJson(page, opts, { limit: q.limit, offset: q.offset, totalCount: page.totalCount, unlimited: q.unlimited }, serviceFilterableJson);
           return reply.type('application/json').send(json);
         }
-        const r = services.list(lr, idSetCondition('e.id', access.index.servicesOfIdentity(who)));
-        return list(views.present(r.items, opts), r.page, r.filterableFields);
+        const r = await services.list(lr, idSetCondition('e.id', access.index.servicesOfIdentity(who), store.dialect));
+        return list(await views.present(r.items, opts), r.page, r.filterableFields);
       },
     },
     {
       method: 'GET', url: '/services/:id', operationId: 'detailService', tag: 'Service', summary: 'Retrieve a service the caller may use',
       access: 'session', params: IdParams, response: { 200: detailEnvelope(detail) },
-      handler: (req) => {
+      handler: async (req) => {
         const caller = callerOf(req);
         const serviceId = id(req);
-        const values = services.find(serviceId);
+        const values = await services.find(serviceId);
         if (!values || !visible(caller.identity, serviceId)) throw notFound('service', serviceId);
         const wanted = sessionWantedTypes(caller.apiSession.configTypes);
-        return ok(views.present([values], { identityId: caller.identity.id, apiSessionId: caller.apiSession.id, permissions: true, configTypes: wanted, emptyConfig: 'null' })[0]);
+        return ok((await views.present([values], { identityId: caller.identity.id, apiSessionId: caller.apiSession.id, permissions: true, configTypes: wanted, emptyConfig: 'null' }))[0]);
       },
     },
     ...crudRoutes(serviceResource, { ...services, present: serviceResource.presentStored }, { tag: 'Service', operations: ['update', 'patch', 'delete'] }),

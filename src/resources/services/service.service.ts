@@ -5,9 +5,8 @@
  * identities with access that their services changed. Delete leaves the access index and the policies'
  * `@id` references; terminators, sessions and overrides go with the row (FK cascade).
  */
-import type { Db } from '../../store/database.ts';
-import { prepare, type Values } from '../../store/entity-table.ts';
-import type { Tx } from '../../store/transaction.ts';
+import type { Values } from '../../store/entity-table.ts';
+import type { Store, Tx } from '../../store/store.ts';
 import { ApiError, fieldError, notFound } from '../../errors.ts';
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
 import { normalizeRoleAttributes, type AccessService } from '../../access/access.service.ts';
@@ -27,13 +26,14 @@ function checkStrategy(value: unknown): string {
 }
 
 /** Every id must be a config (404 otherwise) and no two may share a config type. */
-function checkConfigs(tx: Tx, ids: readonly string[]): string[] {
+async function checkConfigs(tx: Tx, ids: readonly string[]): Promise<string[]> {
   const list = sortedUnique(ids);
   const byType = new Map<string, string[]>();
   for (const id of list) {
-    const row = prepare(tx.db, 'SELECT c.name, c.config_type_id, t.name AS type_name FROM configs c JOIN config_types t ON t.id = c.config_type_id WHERE c.id = ?').get(id) as
-      | { name: string; config_type_id: string; type_name: string }
-      | undefined;
+    const row = await tx.get<{ name: string; config_type_id: string; type_name: string }>(
+      'SELECT c.name, c.config_type_id, t.name AS type_name FROM configs c JOIN config_types t ON t.id = c.config_type_id WHERE c.id = ?',
+      [id],
+    );
     if (!row) throw notFound('config', id);
     const names = byType.get(row.type_name) ?? [];
     names.push(row.name);
@@ -47,47 +47,47 @@ function checkConfigs(tx: Tx, ids: readonly string[]): string[] {
   return list;
 }
 
-function writeServiceConfigs(tx: Tx, serviceId: string, ids: readonly string[]): void {
-  prepare(tx.db, 'DELETE FROM service_configs WHERE service_id = ?').run(serviceId);
-  const insert = prepare(tx.db, 'INSERT INTO service_configs (service_id, config_id) VALUES (?, ?)');
-  for (const id of ids) insert.run(serviceId, id);
+async function writeServiceConfigs(tx: Tx, serviceId: string, ids: readonly string[]): Promise<void> {
+  await tx.run('DELETE FROM service_configs WHERE service_id = ?', [serviceId]);
+  const insert = 'INSERT INTO service_configs (service_id, config_id) VALUES (?, ?)';
+  for (const id of ids) await tx.run(insert, [serviceId, id]);
 }
 
-export function createServiceService(db: Db, access: AccessService, clock: Clock = systemClock) {
-  function normalize(tx: Tx, values: Values): void {
+export function createServiceService(store: Store, access: AccessService, clock: Clock = systemClock) {
+  async function normalize(tx: Tx, values: Values): Promise<void> {
     if ('roleAttributes' in values) values.roleAttributes = normalizeRoleAttributes(values.roleAttributes as string[] | null, { checkPrefix: true });
     if ('terminatorStrategy' in values) values.terminatorStrategy = checkStrategy(values.terminatorStrategy);
-    if ('configs' in values) values.configs = checkConfigs(tx, (values.configs as string[] | null) ?? []);
+    if ('configs' in values) values.configs = await checkConfigs(tx, (values.configs as string[] | null) ?? []);
   }
 
   const entities = createEntityService(
     serviceResource,
-    db,
+    store,
     {
-      beforeCreate(tx, values) {
+      async beforeCreate(tx, values) {
         if (!('terminatorStrategy' in values)) values.terminatorStrategy = '';
-        normalize(tx, values);
+        await normalize(tx, values);
       },
-      afterCreate(tx, values) {
+      async afterCreate(tx, values) {
         const id = values.id as string;
-        writeServiceConfigs(tx, id, (values.configs as string[]) ?? []);
-        access.entityChanged(tx, 'service', id, (values.roleAttributes as string[]) ?? []);
+        await writeServiceConfigs(tx, id, (values.configs as string[]) ?? []);
+        await access.entityChanged(tx, 'service', id, (values.roleAttributes as string[]) ?? []);
       },
-      beforeUpdate(tx, _existing, changes) {
+      async beforeUpdate(tx, _existing, changes) {
         // Settable only at create (seed contract); upstream also drops it on patch.
         delete changes.encryptionRequired;
-        normalize(tx, changes);
+        await normalize(tx, changes);
       },
-      afterUpdate(tx, existing, changes) {
+      async afterUpdate(tx, existing, changes) {
         const id = existing.id as string;
-        if (changes.configs !== undefined) writeServiceConfigs(tx, id, changes.configs as string[]);
-        if (changes.roleAttributes !== undefined) access.entityChanged(tx, 'service', id, changes.roleAttributes as string[]);
-        access.touchServiceUsers(tx, id);
+        if (changes.configs !== undefined) await writeServiceConfigs(tx, id, changes.configs as string[]);
+        if (changes.roleAttributes !== undefined) await access.entityChanged(tx, 'service', id, changes.roleAttributes as string[]);
+        await access.touchServiceUsers(tx, id);
       },
-      beforeDelete(tx, existing) {
+      async beforeDelete(tx, existing) {
         const id = existing.id as string;
-        access.touchServiceUsers(tx, id);
-        access.entityRemoved(tx, 'service', id);
+        await access.touchServiceUsers(tx, id);
+        await access.entityRemoved(tx, 'service', id);
       },
     },
     clock,

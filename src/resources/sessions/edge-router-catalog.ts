@@ -4,9 +4,7 @@
  * exactly while the change counters of `routers` and `router_connections` (migrations 0022, 0025) are
  * unchanged; any write to either table, by this process or another, rebuilds it at the next read.
  */
-import type { Db } from '../../store/database.ts';
-import { prepare } from '../../store/entity-table.ts';
-import { versionedValue } from '../../store/table-versions.ts';
+import type { Sql, Store } from '../../store/store.ts';
 
 export interface CatalogEdgeRouter {
   id: string;
@@ -23,27 +21,26 @@ export interface EdgeRouterCatalogState {
 }
 
 /** `describe` turns a stored row into the properties the client API shows for every edge router. */
-export function createEdgeRouterCatalog(db: Db, describe: (row: Readonly<Record<string, unknown>>) => Record<string, unknown>) {
-  function build(): EdgeRouterCatalogState {
+export function createEdgeRouterCatalog(store: Store, describe: (row: Readonly<Record<string, unknown>>) => Record<string, unknown>) {
+  async function build(q: Sql): Promise<EdgeRouterCatalogState> {
     // A connected router shows what it reported on its control channel (src/fabric/live-routers.ts).
-    const rows = prepare(
-      db,
-      `SELECT r.*, c.router_id IS NOT NULL AS is_online,
+    const rows = await q.all(
+      `SELECT r.*, CASE WHEN c.router_id IS NULL THEN 0 ELSE 1 END AS is_online,
          CASE WHEN c.router_id IS NULL THEN r.hostname ELSE c.hostname END AS hostname,
          CASE WHEN c.router_id IS NULL THEN r.supported_protocols ELSE c.supported_protocols END AS supported_protocols,
          CASE WHEN c.router_id IS NULL THEN r.version_info ELSE c.version_info END AS version_info,
          c.sync_status
        FROM routers r LEFT JOIN router_connections c ON c.router_id = r.id
        WHERE r.is_edge = 1 ORDER BY r.name, r.id`,
-    ).all() as Array<Record<string, unknown>>;
+    );
     const byName = rows.map((row) => ({ id: row.id as string, isVerified: row.is_verified === 1, row, props: Object.freeze(describe(row)) }));
-    const byId = prepare(db, 'SELECT id FROM routers WHERE is_edge = 1 ORDER BY id').pluck().all() as string[];
+    const byId = await q.column<string>('SELECT id FROM routers WHERE is_edge = 1 ORDER BY id');
     const of = new Map(byName.map((r) => [r.id, r]));
     return { byName, byId: byId.map((id) => of.get(id)!) };
   }
 
-  /** The catalogue as the store holds it now. */
-  const current = versionedValue(db, ['routers', 'router_connections'], build);
+  /** The catalogue as the store holds it now (pass the transaction when reading inside a write). */
+  const current = store.versioned(['routers', 'router_connections'], build);
 
   return { current };
 }

@@ -31,9 +31,11 @@ export function clientSessionRoutes(sessions: SessionService): RouteSpec[] {
     {
       method: 'GET', url: '/sessions', operationId: 'listSessions', tag, summary: "List the caller's sessions",
       access: 'session', querystring: ListQuery, response: { 200: listEnvelope(sessionManagementDetail) },
-      handler: (req) => {
-        const r = sessions.listForCaller(callerOf(req), listRequest(req));
-        return list(r.items.map((s) => sessions.present(s)), r.page, r.filterableFields);
+      handler: async (req) => {
+        const r = await sessions.listForCaller(callerOf(req), listRequest(req));
+        const items: Array<Record<string, unknown>> = [];
+        for (const s of r.items) items.push(await sessions.present(s));
+        return list(items, r.page, r.filterableFields);
       },
     },
     {
@@ -41,19 +43,19 @@ export function clientSessionRoutes(sessions: SessionService): RouteSpec[] {
       access: 'session', body: SessionCreate, response: { 201: detailEnvelope(sessionDetail) },
       handler: async (req, reply) => {
         const { record, jwt } = await sessions.create(callerOf(req), (req.body ?? {}) as Record<string, unknown>);
-        return reply.code(201).send(ok(sessions.present(record, jwt)));
+        return reply.code(201).send(ok(await sessions.present(record, jwt)));
       },
     },
     {
       method: 'GET', url: '/sessions/:id', operationId: 'detailSession', tag, summary: "Retrieve one of the caller's sessions",
       access: 'session', params: IdParams, response: { 200: detailEnvelope(sessionManagementDetail) },
-      handler: (req) => ok(sessions.present(sessions.getOwn(callerOf(req), idOf(req)))),
+      handler: async (req) => ok(await sessions.present(await sessions.getOwn(callerOf(req), idOf(req)))),
     },
     {
       method: 'DELETE', url: '/sessions/:id', operationId: 'deleteSession', tag, summary: "Delete one of the caller's sessions",
       access: 'session', params: IdParams, response: { 200: emptyEnvelope },
-      handler: (req) => {
-        sessions.removeOwn(callerOf(req), idOf(req));
+      handler: async (req) => {
+        await sessions.removeOwn(callerOf(req), idOf(req));
         return empty();
       },
     },
@@ -72,8 +74,8 @@ export function clientSessionRoutes(sessions: SessionService): RouteSpec[] {
       method: 'GET', url: '/current-identity/edge-routers', operationId: 'getCurrentIdentityEdgeRouters', tag: 'Current Identity',
       summary: 'List the edge routers the caller may use', access: 'session', querystring: ListQuery,
       response: { 200: listEnvelope(currentIdentityEdgeRouter) },
-      handler: (req) => {
-        const r = sessions.currentIdentityEdgeRouters(callerOf(req), listRequest(req));
+      handler: async (req) => {
+        const r = await sessions.currentIdentityEdgeRouters(callerOf(req), listRequest(req));
         return list(r.items, r.page, r.filterableFields);
       },
     },
@@ -81,7 +83,7 @@ export function clientSessionRoutes(sessions: SessionService): RouteSpec[] {
       method: 'GET', url: '/current-api-session/service-updates', operationId: 'listServiceUpdates', tag: 'Current API Session',
       summary: 'When the services of the caller last changed', access: 'session',
       response: { 200: detailEnvelope(serviceUpdates) },
-      handler: (req) => ok({ lastChangeAt: sessions.lastServiceChange(callerOf(req)) }),
+      handler: async (req) => ok({ lastChangeAt: await sessions.lastServiceChange(callerOf(req)) }),
     },
   ];
 }
@@ -92,22 +94,24 @@ export function managementSessionRoutes(sessions: SessionService): RouteSpec[] {
       method: 'GET', url: '/sessions', operationId: 'listSessions', tag, summary: 'List sessions',
       access: 'ops.read', querystring: ListQuery,
       response: { 200: listEnvelope(sessionManagementDetail) },
-      handler: (req) => {
-        const r = sessions.list(listRequest(req));
-        return list(r.items.map((s) => sessions.present(s)), r.page, r.filterableFields);
+      handler: async (req) => {
+        const r = await sessions.list(listRequest(req));
+        const items: Array<Record<string, unknown>> = [];
+        for (const s of r.items) items.push(await sessions.present(s));
+        return list(items, r.page, r.filterableFields);
       },
     },
     {
       method: 'GET', url: '/sessions/:id', operationId: 'detailSession', tag, summary: 'Retrieve a session',
       access: 'ops.read', params: IdParams,
       response: { 200: detailEnvelope(sessionManagementDetail) },
-      handler: (req) => ok(sessions.present(sessions.get(idOf(req)))),
+      handler: async (req) => ok(await sessions.present(await sessions.get(idOf(req)))),
     },
     {
       method: 'DELETE', url: '/sessions/:id', operationId: 'deleteSession', tag, summary: 'Delete a session',
       access: 'ops.delete', params: IdParams, response: { 200: emptyEnvelope },
-      handler: (req) => {
-        sessions.remove(idOf(req));
+      handler: async (req) => {
+        await sessions.remove(idOf(req));
         return empty();
       },
     },
@@ -115,7 +119,7 @@ export function managementSessionRoutes(sessions: SessionService): RouteSpec[] {
       method: 'GET', url: '/sessions/:id/route-path', operationId: 'detailSessionRoutePath', tag,
       summary: "The router path of a session's circuit", access: 'ops.read', params: IdParams,
       response: { 200: detailEnvelope(sessionRoutePath) },
-      handler: (req) => ok({ routePath: sessions.routePath(idOf(req)) }),
+      handler: async (req) => ok({ routePath: await sessions.routePath(idOf(req)) }),
     },
   ];
 }

@@ -9,9 +9,7 @@
  * when posture enforcement finds their service without a passing policy (src/posture).
  */
 import { apiSessionRef, entityRef } from '../entity-ref.ts';
-import type { Db } from '../../store/database.ts';
-import { prepare, selectPage } from '../../store/entity-table.ts';
-import { withTransaction } from '../../store/transaction.ts';
+import type { Sql, Store } from '../../store/store.ts';
 import { compileListQuery, type ListParams } from '../../query/index.ts';
 import { idSetCondition } from '../../query/dialect.ts';
 import { filterableFields, type SymbolTable } from '../../query/symbols.ts';
@@ -48,7 +46,7 @@ export interface SessionRecord {
 }
 
 export interface SessionServiceDeps {
-  db: Db;
+  store: Store;
   access: AccessService;
   /** The controller key that signs session JWTs (the TLS server key, as upstream). */
   signer: JwtSigningKey;
@@ -111,9 +109,9 @@ export function edgeRouterProperties(row: Readonly<Record<string, unknown>>): Re
 }
 
 /** One page of `source` rows: the caller's filter, sort and paging within a fixed restriction. */
-function page(db: Db, source: string, symbols: SymbolTable, req: ListParams, restrict: { sql: string; params: unknown[] } | undefined) {
-  const q = compileListQuery(symbols, req);
-  const { rows, totalCount } = selectPage(db, source, {
+async function page(reader: Sql, source: string, symbols: SymbolTable, req: ListParams, restrict: { sql: string; params: unknown[] } | undefined) {
+  const q = compileListQuery(symbols, req, reader.dialect);
+  const { rows, totalCount } = await reader.page(source, {
     where: restrict ? `(${restrict.sql}) AND (${q.where})` : q.where,
     params: restrict ? [...restrict.params, ...q.params] : q.params,
     orderBy: q.orderBy,
@@ -124,15 +122,15 @@ function page(db: Db, source: string, symbols: SymbolTable, req: ListParams, res
 }
 
 export function createSessionService(deps: SessionServiceDeps) {
-  const { db, access, signer, issuer, clock, startedAt } = deps;
-  const posture = deps.posture ?? createPostureEvaluator({ db, access, clock });
+  const { store, access, signer, issuer, clock, startedAt } = deps;
+  const posture = deps.posture ?? createPostureEvaluator({ store, access, clock });
 
-  function find(id: string): SessionRecord | undefined {
-    const row = prepare(db, 'SELECT * FROM sessions WHERE id = ?').get(id) as Record<string, unknown> | undefined;
+  async function find(id: string): Promise<SessionRecord | undefined> {
+    const row = await store.get('SELECT * FROM sessions WHERE id = ?', [id]);
     return row ? decode(row) : undefined;
   }
 
-  const edgeRouters = createEdgeRouterCatalog(db, edgeRouterProperties);
+  const edgeRouters = createEdgeRouterCatalog(store, edgeRouterProperties);
 
   /** Whether some edge router is granted to the identity (edge router policies) and the service (service edge router policies). */
   function anyEdgeRouterFor(identityId: string, serviceId: string): boolean {
@@ -144,12 +142,12 @@ export function createSessionService(deps: SessionServiceDeps) {
   }
 
   /** The edge routers the identity may use for the service (both policy kinds), by name, at most 25. */
-  function allowedEdgeRouters(identityId: string, serviceId: string): CatalogEdgeRouter[] {
+  async function allowedEdgeRouters(identityId: string, serviceId: string): Promise<CatalogEdgeRouter[]> {
     const forService = access.index.edgeRouterSet('service', serviceId);
     if (forService.size === 0) return [];
     const forIdentity = access.index.edgeRouterSet('identity', identityId);
     const out: CatalogEdgeRouter[] = [];
-    for (const r of edgeRouters.current().byName) {
+    for (const r of (await edgeRouters.current()).byName) {
       if (!forService.has(r.id) || !forIdentity.has(r.id)) continue;
       out.push(r);
       if (out.length === MAX_SESSION_EDGE_ROUTERS) break;
@@ -163,8 +161,8 @@ export function createSessionService(deps: SessionServiceDeps) {
   }
 
   /** sessionEdgeRouter entries of a session: the common properties plus `urls`. */
-  function sessionEdgeRouters(identityId: string, serviceId: string): Array<Record<string, unknown>> {
-    return allowedEdgeRouters(identityId, serviceId).map((r) => ({ ...propsOf(r), urls: { ...(r.props.supportedProtocols as Record<string, string>) } }));
+  async function sessionEdgeRouters(identityId: string, serviceId: string): Promise<Array<Record<string, unknown>>> {
+    return (await allowedEdgeRouters(identityId, serviceId)).map((r) => ({ ...propsOf(r), urls: { ...(r.props.supportedProtocols as Record<string, string>) } }));
   }
 
   /**
@@ -232,22 +230,22 @@ export function createSessionService(deps: SessionServiceDeps) {
     if ((type === 'Dial' && !perms.dial) || (type === 'Bind' && !perms.bind) || (type !== 'Dial' && type !== 'Bind')) {
       throw fieldError('ServiceId', 'service not found', serviceId);
     }
-    const servicePolicies = posture.assertSessionAllowed(identityId, caller.apiSession.id, serviceId, type);
+    const servicePolicies = await posture.assertSessionAllowed(identityId, caller.apiSession.id, serviceId, type);
     if (!anyEdgeRouterFor(identityId, serviceId)) throw new ApiError('NO_EDGE_ROUTERS_AVAILABLE');
 
     const existingSql = 'SELECT * FROM sessions WHERE api_session_id = ? AND service_id = ? AND session_type = ?';
     // The common repeat finds its session without taking the write lock; the write re-checks under it.
-    const found = prepare(db, existingSql).get(caller.apiSession.id, serviceId, type) as Record<string, unknown> | undefined;
+    const found = await store.get(existingSql, [caller.apiSession.id, serviceId, type]);
     if (found) {
       const record = decode(found);
       return { record, jwt: await sessionToken(record) };
     }
-    const record = withTransaction(db, (tx) => {
-      const existing = prepare(tx.db, existingSql).get(
+    const record = await store.write(async (tx) => {
+      const existing = await tx.get(existingSql, [
         caller.apiSession.id,
         serviceId,
         type,
-      ) as Record<string, unknown> | undefined;
+      ]);
       if (existing) return decode(existing);
       const now = clock.now().toISOString();
       const id = newCuid();
@@ -263,30 +261,30 @@ export function createSessionService(deps: SessionServiceDeps) {
         updatedAt: now,
         tags: tags && typeof tags === 'object' ? (tags as Record<string, unknown>) : {},
       };
-      prepare(
-        tx.db,
+      await tx.run(
         `INSERT INTO sessions (id, token, session_type, api_session_id, identity_id, service_id, service_policies, created_at, updated_at, tags)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(id, id, type, fresh.apiSessionId, identityId, serviceId, JSON.stringify(servicePolicies), now, now, JSON.stringify(fresh.tags));
+        [id, id, type, fresh.apiSessionId, identityId, serviceId, JSON.stringify(servicePolicies), now, now, JSON.stringify(fresh.tags)],
+      );
       return fresh;
     });
     return { record, jwt: await sessionToken(record) };
   }
 
   /** The routers (ids, dialer's first) of the session's first live circuit; empty when it has none. */
-  function routePath(id: string): string[] {
-    get(id);
-    const path = prepare(db, 'SELECT path FROM circuits WHERE session_id = ? ORDER BY created_at LIMIT 1').pluck().get(id) as string | undefined;
+  async function routePath(id: string): Promise<string[]> {
+    await get(id);
+    const path = await store.value<string>('SELECT path FROM circuits WHERE session_id = ? ORDER BY created_at LIMIT 1', [id]);
     return path ? (JSON.parse(path) as string[]) : [];
   }
 
   /** sessionManagementDetail; `token` is the JWT on create and the stored internal token otherwise. */
-  function present(s: SessionRecord, token: string = s.token): Record<string, unknown> {
-    const serviceName = (prepare(db, 'SELECT name FROM services WHERE id = ?').get(s.serviceId) as { name: string } | undefined)?.name ?? '';
-    const policyName = prepare(db, 'SELECT name FROM service_policies WHERE id = ?');
+  async function present(s: SessionRecord, token: string = s.token): Promise<Record<string, unknown>> {
+    const serviceName = (await store.get<{ name: string }>('SELECT name FROM services WHERE id = ?', [s.serviceId]))?.name ?? '';
+    const policyName = 'SELECT name FROM service_policies WHERE id = ?';
     const servicePolicies: object[] = [];
     for (const policyId of s.servicePolicies) {
-      const row = policyName.get(policyId) as { name: string } | undefined;
+      const row = await store.get<{ name: string }>(policyName, [policyId]);
       if (row) servicePolicies.push(entityRef('service-policies', policyId, row.name));
     }
     return {
@@ -297,7 +295,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       updatedAt: s.updatedAt,
       apiSession: apiSessionRef(s.apiSessionId),
       apiSessionId: s.apiSessionId,
-      edgeRouters: sessionEdgeRouters(s.identityId, s.serviceId),
+      edgeRouters: await sessionEdgeRouters(s.identityId, s.serviceId),
       identityId: s.identityId,
       service: entityRef('services', s.serviceId, serviceName),
       serviceId: s.serviceId,
@@ -308,38 +306,38 @@ export function createSessionService(deps: SessionServiceDeps) {
   }
 
   /** Sessions, filtered and paged; `identityId` restricts them to one identity's API sessions. */
-  function list(req: ListParams, identityId?: string): ListPage<SessionRecord> {
-    const r = page(db, 'sessions', sessionSymbols, req, identityId ? { sql: 'e.identity_id = ?', params: [identityId] } : undefined);
+  async function list(req: ListParams, identityId?: string): Promise<ListPage<SessionRecord>> {
+    const r = await page(store, 'sessions', sessionSymbols, req, identityId ? { sql: 'e.identity_id = ?', params: [identityId] } : undefined);
     return { items: r.rows.map(decode), page: r.page, filterableFields: r.filterableFields };
   }
 
   /** Client list: admins see every session, others those of their own identity. */
-  function listForCaller(caller: Caller, req: ListParams): ListPage<SessionRecord> {
+  function listForCaller(caller: Caller, req: ListParams): Promise<ListPage<SessionRecord>> {
     return list(req, isAdmin(caller.identity) ? undefined : caller.identity.id);
   }
 
   /** A session of the caller's own identity (admins too), else 404. */
-  function getOwn(caller: Caller, id: string): SessionRecord {
-    const s = find(id);
+  async function getOwn(caller: Caller, id: string): Promise<SessionRecord> {
+    const s = await find(id);
     if (!s || s.identityId !== caller.identity.id) throw notFound('session', id);
     return s;
   }
 
-  function get(id: string): SessionRecord {
-    const s = find(id);
+  async function get(id: string): Promise<SessionRecord> {
+    const s = await find(id);
     if (!s) throw notFound('session', id);
     return s;
   }
 
-  function remove(id: string): void {
-    withTransaction(db, (tx) => {
-      if (prepare(tx.db, 'DELETE FROM sessions WHERE id = ?').run(id).changes === 0) throw notFound('session', id);
+  async function remove(id: string): Promise<void> {
+    await store.write(async (tx) => {
+      if ((await tx.run('DELETE FROM sessions WHERE id = ?', [id])).changes === 0) throw notFound('session', id);
     });
   }
 
-  function removeOwn(caller: Caller, id: string): void {
-    withTransaction(db, (tx) => {
-      const changed = prepare(tx.db, 'DELETE FROM sessions WHERE id = ? AND identity_id = ?').run(id, caller.identity.id).changes;
+  async function removeOwn(caller: Caller, id: string): Promise<void> {
+    await store.write(async (tx) => {
+      const changed = (await tx.run('DELETE FROM sessions WHERE id = ? AND identity_id = ?', [id, caller.identity.id])).changes;
       if (changed === 0) throw notFound('session', id);
     });
   }
@@ -368,31 +366,31 @@ export function createSessionService(deps: SessionServiceDeps) {
     const index = access.index;
     const perms = index.identityServices(caller.identity.id).permissions(serviceId);
     if (!perms.dial && !perms.bind) throw notFound('service', serviceId);
-    return allowedEdgeRouters(caller.identity.id, serviceId).map(propsOf);
+    return (await allowedEdgeRouters(caller.identity.id, serviceId)).map(propsOf);
   }
 
   /** Client `GET /current-identity/edge-routers`: verified edge routers (admins: all; others: by ERP). */
-  function currentIdentityEdgeRouters(caller: Caller, req: ListParams): ListPage<Record<string, unknown>> {
+  async function currentIdentityEdgeRouters(caller: Caller, req: ListParams): Promise<ListPage<Record<string, unknown>>> {
     if (!req.filter && !req.sort) return defaultEdgeRouterPage(caller, req);
     const conditions = ['e.is_edge = 1', 'e.is_verified = 1'];
     const params: unknown[] = [];
     if (!isAdmin(caller.identity)) {
-      const cond = idSetCondition('e.id', access.index.edgeRoutersOfIdentity(caller.identity.id));
+      const cond = idSetCondition('e.id', access.index.edgeRoutersOfIdentity(caller.identity.id), store.dialect);
       conditions.push(cond.sql);
       params.push(...cond.params);
     }
-    const r = page(db, 'routers', edgeRouterResource.symbols, req, { sql: conditions.join(' AND '), params });
+    const r = await page(store, 'routers', edgeRouterResource.symbols, req, { sql: conditions.join(' AND '), params });
     return { items: r.rows.map(currentIdentityEdgeRouter), page: r.page, filterableFields: r.filterableFields };
   }
 
   /** The default order (id) of `currentIdentityEdgeRouters`, paged from the edge router catalogue. */
-  function defaultEdgeRouterPage(caller: Caller, req: ListParams): ListPage<Record<string, unknown>> {
-    const q = compileListQuery(edgeRouterResource.symbols, req);
+  async function defaultEdgeRouterPage(caller: Caller, req: ListParams): Promise<ListPage<Record<string, unknown>>> {
+    const q = compileListQuery(edgeRouterResource.symbols, req, store.dialect);
     const allowed = isAdmin(caller.identity) ? undefined : access.index.edgeRouterSet('identity', caller.identity.id);
     const items: Array<Record<string, unknown>> = [];
     let totalCount = 0;
     const end = q.limit < 0 ? Infinity : q.offset + q.limit;
-    for (const r of edgeRouters.current().byId) {
+    for (const r of (await edgeRouters.current()).byId) {
       if (!r.isVerified || (allowed && !allowed.has(r.id))) continue;
       if (totalCount >= q.offset && totalCount < end) items.push(currentIdentityEdgeRouter(r.row));
       totalCount++;
@@ -415,8 +413,8 @@ export function createSessionService(deps: SessionServiceDeps) {
    * `lastChangeAt` of service-updates: the identity's last service-change mark; without one, the API
    * session's creation or the controller start, whichever is later.
    */
-  function lastServiceChange(caller: Caller): string {
-    const mark = access.lastChangeAt(caller.identity.id);
+  async function lastServiceChange(caller: Caller): Promise<string> {
+    const mark = await access.lastChangeAt(caller.identity.id);
     if (mark) return mark;
     const created = Date.parse(caller.apiSession.createdAt);
     return new Date(Math.max(created, startedAt.getTime())).toISOString();

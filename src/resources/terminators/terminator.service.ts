@@ -7,9 +7,8 @@
  */
 import { entityRef } from '../entity-ref.ts';
 import { fabricLinks, fabricRef } from '../fabric-ref.ts';
-import type { Db } from '../../store/database.ts';
-import { prepare, type Values } from '../../store/entity-table.ts';
-import type { Tx } from '../../store/transaction.ts';
+import type { Values } from '../../store/entity-table.ts';
+import type { Store, Tx } from '../../store/store.ts';
 import { notFound } from '../../errors.ts';
 import { createEntityService, systemClock, type Clock, type ListRequest } from '../entity-service.ts';
 import { checkRestCreate, checkRestUpdate } from '../../fabric/terminators.ts';
@@ -19,26 +18,26 @@ function defaultBinding(address: unknown): string {
   return typeof address === 'string' && address.startsWith('udp:') ? 'udp' : 'transport';
 }
 
-function assertExists(tx: Tx, table: string, singular: string, id: unknown): void {
-  if (!prepare(tx.db, `SELECT 1 FROM ${table} WHERE id = ?`).get(id)) throw notFound(singular, String(id));
+async function assertExists(tx: Tx, table: string, singular: string, id: unknown): Promise<void> {
+  if (!(await tx.get(`SELECT 1 FROM ${table} WHERE id = ?`, [id]))) throw notFound(singular, String(id));
 }
 
-export function createTerminatorService(db: Db, controllerId: string, clock: Clock = systemClock) {
+export function createTerminatorService(store: Store, controllerId: string, clock: Clock = systemClock) {
   const entities = createEntityService(
     terminatorResource,
-    db,
+    store,
     {
-      beforeCreate(tx, values) {
-        assertExists(tx, 'services', 'service', values.service);
-        assertExists(tx, 'routers', 'router', values.router);
+      async beforeCreate(tx, values) {
+        await assertExists(tx, 'services', 'service', values.service);
+        await assertExists(tx, 'routers', 'router', values.router);
         if (!values.binding) values.binding = defaultBinding(values.address);
         checkRestCreate(values);
         values.sourceCtrl = controllerId;
       },
-      beforeUpdate(tx, existing, changes) {
+      async beforeUpdate(tx, existing, changes) {
         checkRestUpdate(existing, changes);
         delete changes.service;
-        if (changes.router !== undefined) assertExists(tx, 'routers', 'router', changes.router);
+        if (changes.router !== undefined) await assertExists(tx, 'routers', 'router', changes.router);
         if (changes.binding !== undefined && !changes.binding) defaultBindingFor(changes, existing);
       },
     },
@@ -49,20 +48,20 @@ export function createTerminatorService(db: Db, controllerId: string, clock: Clo
     changes.binding = defaultBinding(changes.address ?? existing.address);
   }
 
-  function nameOf(table: string, id: string): string {
-    const row = prepare(db, `SELECT name FROM ${table} WHERE id = ?`).get(id) as { name: string } | undefined;
+  async function nameOf(table: string, id: string): Promise<string> {
+    const row = await store.get<{ name: string }>(`SELECT name FROM ${table} WHERE id = ?`, [id]);
     return row?.name ?? '';
   }
 
   /** The management read model (terminatorDetail). */
-  function present(values: Values): Record<string, unknown> {
+  async function present(values: Values): Promise<Record<string, unknown>> {
     const detail = terminatorResource.presentStored(values);
     const serviceId = values.service as string;
     const routerId = values.router as string;
     detail.serviceId = serviceId;
-    detail.service = entityRef('services', serviceId, nameOf('services', serviceId));
+    detail.service = entityRef('services', serviceId, await nameOf('services', serviceId));
     detail.routerId = routerId;
-    detail.router = entityRef('transit-routers', routerId, nameOf('routers', routerId));
+    detail.router = entityRef('transit-routers', routerId, await nameOf('routers', routerId));
     detail.identity = values.identity ?? '';
     detail.precedence = values.precedence;
     detail.dynamicCost = 0;
@@ -70,7 +69,7 @@ export function createTerminatorService(db: Db, controllerId: string, clock: Clo
   }
 
   /** The client read model (terminatorClientDetail). */
-  function presentForClient(values: Values): Record<string, unknown> {
+  async function presentForClient(values: Values): Promise<Record<string, unknown>> {
     const serviceId = values.service as string;
     return {
       _links: terminatorResource.links(values.id as string),
@@ -80,16 +79,18 @@ export function createTerminatorService(db: Db, controllerId: string, clock: Clo
       updatedAt: values.updatedAt,
       identity: values.identity ?? '',
       routerId: values.router,
-      service: entityRef('services', serviceId, nameOf('services', serviceId)),
+      service: entityRef('services', serviceId, await nameOf('services', serviceId)),
       serviceId,
     };
   }
 
   /** The fabric API's read model (fabric terminatorDetail). */
-  function presentForFabric(values: Values): Record<string, unknown> {
+  async function presentForFabric(values: Values): Promise<Record<string, unknown>> {
     const id = values.id as string;
     const serviceId = values.service as string;
     const routerId = values.router as string;
+    const routerName = await nameOf('routers', routerId);
+    const serviceName = await nameOf('services', serviceId);
     return {
       _links: fabricLinks('terminators', id),
       createdAt: values.createdAt,
@@ -103,9 +104,9 @@ export function createTerminatorService(db: Db, controllerId: string, clock: Clo
       hostId: values.hostId ?? '',
       instanceId: values.identity ?? '',
       precedence: values.precedence,
-      router: fabricRef('routers', routerId, nameOf('routers', routerId)),
+      router: fabricRef('routers', routerId, routerName),
       routerId,
-      service: fabricRef('services', serviceId, nameOf('services', serviceId)),
+      service: fabricRef('services', serviceId, serviceName),
       serviceId,
     };
   }

@@ -172,8 +172,8 @@ describe('certificate login with an API-session certificate', () => {
     const sessionId = (await session.client.get('/current-api-session')).body.data.id as string;
     assertEmptyOk(await session.client.delete('/current-api-session'));
     assertError(await certLogin(certificate, key), 401, 'INVALID_AUTH');
-    const left = tc.controller.db.prepare('SELECT COUNT(*) AS n FROM api_session_certificates WHERE id = ? OR api_session_id = ?').get(id, sessionId) as { n: number };
-    assert.equal(left.n, 0, 'the certificate is deleted with its session');
+    const left = (await tc.controller.store.get<{ n: number }>('SELECT COUNT(*) AS n FROM api_session_certificates WHERE id = ? OR api_session_id = ?', [id, sessionId]))!;
+    assert.equal(Number(left.n), 0, 'the certificate is deleted with its session');
 
     const next = await newSession();
     const second = await issue(next);
@@ -193,7 +193,7 @@ describe('certificate login with an API-session certificate', () => {
     const issued = await issue(again);
     assert.equal((await certLogin(issued.certificate, issued.key)).status, 200);
     // Expire the stored certificate instead of waiting 12 hours.
-    tc.controller.db.prepare('UPDATE api_session_certificates SET valid_to = ? WHERE id = ?').run(new Date(Date.now() - 1000).toISOString(), issued.id);
+    await tc.controller.store.write((tx) => tx.run('UPDATE api_session_certificates SET valid_to = ? WHERE id = ?', [new Date(Date.now() - 1000).toISOString(), issued.id]));
     assertError(await certLogin(issued.certificate, issued.key), 401, 'INVALID_AUTH');
   });
 

@@ -96,13 +96,13 @@ describe('lockout', () => {
     const policyId = await createPolicy({ updb: { maxAttempts: 3, lockoutDurationMinutes: 1 } });
     const user = await userWithPolicy(policyId);
     const session = (await login(user.username, user.password)).body.data.token as string;
-    const failures = () => tc.controller.db.prepare('SELECT failed_attempts FROM authenticators WHERE id = ?').get(user.authenticatorId) as { failed_attempts: number };
+    const failures = async () => (await tc.controller.store.get<{ failed_attempts: number }>('SELECT failed_attempts FROM authenticators WHERE id = ?', [user.authenticatorId]))!;
 
     // Two failures, then a success resets the count.
     for (let i = 0; i < 2; i++) assertError(await login(user.username, 'Wrong-pass-1'), 401, 'INVALID_AUTH');
-    assert.equal(failures().failed_attempts, 2);
+    assert.equal((await failures()).failed_attempts, 2);
     assert.equal((await login(user.username, user.password)).status, 200);
-    assert.equal(failures().failed_attempts, 0);
+    assert.equal((await failures()).failed_attempts, 0);
 
     // The third consecutive failure locks (and still answers INVALID_AUTH).
     for (let i = 0; i < 3; i++) assertError(await login(user.username, 'Wrong-pass-1'), 401, 'INVALID_AUTH');
@@ -113,13 +113,13 @@ describe('lockout', () => {
     assert.equal(identity.disabled, true);
     const until = Date.parse(identity.disabledUntil);
     assert.ok(until > before && until <= before + 61_000, identity.disabledUntil);
-    assert.equal(failures().failed_attempts, 0);
+    assert.equal((await failures()).failed_attempts, 0);
     // Attempts while locked are not counted.
     assertError(await login(user.username, 'Wrong-pass-1'), 401, 'INVALID_AUTH');
-    assert.equal(failures().failed_attempts, 0);
+    assert.equal((await failures()).failed_attempts, 0);
 
     // Move the lock into the past instead of waiting a minute.
-    tc.controller.db.prepare('UPDATE identities SET disabled_until = ? WHERE id = ?').run(new Date(Date.now() - 1000).toISOString(), user.id);
+    await tc.controller.store.write((tx) => tx.run('UPDATE identities SET disabled_until = ? WHERE id = ?', [new Date(Date.now() - 1000).toISOString(), user.id]));
     const released = await login(user.username, user.password);
     assert.equal(released.status, 200, released.text);
   });
@@ -130,7 +130,7 @@ describe('lockout', () => {
     const controllerBefore = tc.controller;
     await tc.restart();
     assert.notEqual(tc.controller, controllerBefore, 'a new controller serves the same data dir');
-    const failures = tc.controller.db.prepare('SELECT failed_attempts FROM authenticators WHERE id = ?').get(user.authenticatorId) as { failed_attempts: number };
+    const failures = (await tc.controller.store.get<{ failed_attempts: number }>('SELECT failed_attempts FROM authenticators WHERE id = ?', [user.authenticatorId]))!;
     assert.equal(failures.failed_attempts, 2);
     assert.equal((await tc.mgmt.get(`/identities/${user.id}`)).body.data.disabled, false);
     // Had the count restarted from zero, one more failure would not lock.

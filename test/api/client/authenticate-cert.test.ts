@@ -50,7 +50,7 @@ function assertSession(res: HttpResponse, api: 'client' | 'management', identity
   assert.equal(res.headers['zt-session'], res.body.data.token);
 }
 
-function strictPolicy(primaryCert: { allowed: boolean; allowExpiredCerts: boolean }): string {
+async function strictPolicy(primaryCert: { allowed: boolean; allowExpiredCerts: boolean }): Promise<string> {
   const id = uniqueName('policy');
   const primary = {
     cert: primaryCert,
@@ -59,9 +59,16 @@ function strictPolicy(primaryCert: { allowed: boolean; allowExpiredCerts: boolea
   };
   const now = new Date().toISOString();
   // Auth policies are read-only over the API in this build, so the test stores one directly.
-  tc.controller.db
-    .prepare('INSERT INTO auth_policies (id, name, primary_settings, secondary_settings, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)')
-    .run(id, id, JSON.stringify(primary), JSON.stringify({ requireTotp: false, requireExtJwtSigner: null }), now, now);
+  await tc.controller.store.write((tx) =>
+    tx.run('INSERT INTO auth_policies (id, name, primary_settings, secondary_settings, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)', [
+      id,
+      id,
+      JSON.stringify(primary),
+      JSON.stringify({ requireTotp: false, requireExtJwtSigner: null }),
+      now,
+      now,
+    ]),
+  );
   return id;
 }
 
@@ -118,7 +125,7 @@ describe('controller-issued certificates', () => {
     const past = new Date(Date.now() - 400 * DAY);
     const cert = await firstPartyCert({ now: past, notAfter: new Date(past.getTime() + 30 * DAY) });
     assertSession(await login(cert.chainPem, cert.keyPem), 'client', cert.identityId, cert.authenticatorId);
-    const policy = strictPolicy({ allowed: true, allowExpiredCerts: false });
+    const policy = await strictPolicy({ allowed: true, allowExpiredCerts: false });
     assert.equal((await tc.mgmt.patch(`/identities/${cert.identityId}`, { authPolicyId: policy })).status, 200);
     assertError(await login(cert.chainPem, cert.keyPem), 401, 'INVALID_AUTH');
     // a current certificate of an identity under the same policy still logs in
@@ -127,11 +134,11 @@ describe('controller-issued certificates', () => {
   });
 
   it('refuses identities whose policy disallows certificates, and disabled identities', async () => {
-    const noCerts = strictPolicy({ allowed: false, allowExpiredCerts: true });
+    const noCerts = await strictPolicy({ allowed: false, allowExpiredCerts: true });
     const cert = await firstPartyCert({ identityId: await createIdentity(tc.mgmt, { authPolicyId: noCerts }) });
     assertError(await login(cert.chainPem, cert.keyPem), 401, 'INVALID_AUTH');
     const disabled = await firstPartyCert();
-    tc.controller.db.prepare('UPDATE identities SET disabled_at = ? WHERE id = ?').run(new Date().toISOString(), disabled.identityId);
+    await tc.controller.store.write((tx) => tx.run('UPDATE identities SET disabled_at = ? WHERE id = ?', [new Date().toISOString(), disabled.identityId]));
     assertError(await login(disabled.chainPem, disabled.keyPem), 401, 'INVALID_AUTH');
   });
 });

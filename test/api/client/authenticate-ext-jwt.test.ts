@@ -44,19 +44,16 @@ function authenticate(token: string | undefined, opts: { api?: 'client' | 'manag
   return tc.http.post(`/edge/${opts.api ?? 'client'}/v1/authenticate?method=ext-jwt`, {}, { headers });
 }
 
-function enabledSignerIds(): { ids: string; issuers: string } {
-  const rows = tc.controller.db.prepare('SELECT id, issuer FROM external_jwt_signers WHERE enabled = 1 ORDER BY created_at, id').all() as Array<{
-    id: string;
-    issuer: string;
-  }>;
+async function enabledSignerIds(): Promise<{ ids: string; issuers: string }> {
+  const rows = await tc.controller.store.all<{ id: string; issuer: string }>('SELECT id, issuer FROM external_jwt_signers WHERE enabled = 1 ORDER BY created_at, id');
   return { ids: rows.map((r) => r.id).join('|'), issuers: rows.map((r) => r.issuer).join('|') };
 }
 
 /** 401 UNAUTHORIZED with the primary ext-jwt challenge naming `error` and every enabled signer. */
-function assertRefused(res: HttpResponse, error: 'missing' | 'invalid' | 'expired'): void {
+async function assertRefused(res: HttpResponse, error: 'missing' | 'invalid' | 'expired'): Promise<void> {
   assertError(res, 401, 'UNAUTHORIZED');
   const description = { missing: 'no matching token was provided', expired: 'token expired', invalid: 'token is invalid' }[error];
-  const { ids, issuers } = enabledSignerIds();
+  const { ids, issuers } = await enabledSignerIds();
   assert.equal(
     res.headers['www-authenticate'],
     `Bearer realm="openziti-primary-ext-jwt" error="${error}" error_description="${description}" id="${ids}" issuer="${issuers}"`,
@@ -98,22 +95,22 @@ describe('ext-jwt authentication: success', () => {
     assert.equal(res.body.data.authenticatorId, `extJwtId:${jwksSignerId}`);
     assert.ok(jwks.requests() > before);
     // An identity id is not an externalId for this signer.
-    assertRefused(await authenticate(await jwksToken(identityId)), 'missing');
+    await assertRefused(await authenticate(await jwksToken(identityId)), 'missing');
   });
 
   it('uses a configured kid instead of the certificate fingerprint, and a custom claims property', async () => {
     const idp = await createTestSigner('kid-idp');
     const issuer = uniqueName('https://kid-idp.example.com');
     await createSigner({ issuer, certPem: idp.certPem, kid: uniqueName('custom-kid'), claimsProperty: 'identity/id' });
-    const kid = (tc.controller.db.prepare('SELECT kid FROM external_jwt_signers WHERE issuer = ?').get(issuer) as { kid: string }).kid;
+    const kid = (await tc.controller.store.value<string>('SELECT kid FROM external_jwt_signers WHERE issuer = ?', [issuer]))!;
     const identityId = await createIdentity(tc.mgmt);
     const claims = claimsFor(issuer, AUDIENCE, 'ignored', { identity: { id: identityId } });
     const res = await authenticate(await idp.sign(claims, { kid }));
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.data.identityId, identityId);
-    assertRefused(await authenticate(await idp.sign(claims, { kid: idp.fingerprint })), 'invalid');
+    await assertRefused(await authenticate(await idp.sign(claims, { kid: idp.fingerprint })), 'invalid');
     // A claims property that does not resolve to a string makes the token invalid.
-    assertRefused(await authenticate(await idp.sign({ ...claims, identity: { id: 42 } }, { kid })), 'invalid');
+    await assertRefused(await authenticate(await idp.sign({ ...claims, identity: { id: 42 } }, { kid })), 'invalid');
   });
 
   it('accepts audiences given as an array, JWKS entries with x5c, redirects to the key set, and keys published later', async () => {
@@ -133,7 +130,7 @@ describe('ext-jwt authentication: success', () => {
     // interval has passed.
     const rotated = await createTestSigner('rotated');
     const late = await rotated.sign(claimsFor(issuer, AUDIENCE, identityId), { kid: 'late-key' });
-    assertRefused(await authenticate(late), 'invalid');
+    await assertRefused(await authenticate(late), 'invalid');
     jwks.setKeys([await jwksIdp.publicJwk(JWKS_KID), await rotated.publicJwk('late-key')]);
     const fetches = jwks.requests();
     clock.advance(1000);
@@ -153,37 +150,37 @@ describe('ext-jwt authentication: success', () => {
 describe('ext-jwt authentication: refused tokens', () => {
   it('reports missing when no bearer token, no known issuer, or a non-bearer header is sent', async () => {
     const identityId = await createIdentity(tc.mgmt);
-    assertRefused(await authenticate(undefined), 'missing');
-    assertRefused(await authenticate(await certIdp.sign(claimsFor('https://unknown.example.com', AUDIENCE, identityId))), 'missing');
-    assertRefused(await tc.http.post('/edge/client/v1/authenticate?method=ext-jwt', {}, { headers: { authorization: `Basic ${await certToken(identityId)}` } }), 'missing');
-    assertRefused(await authenticate('not-a-jwt'), 'missing');
+    await assertRefused(await authenticate(undefined), 'missing');
+    await assertRefused(await authenticate(await certIdp.sign(claimsFor('https://unknown.example.com', AUDIENCE, identityId))), 'missing');
+    await assertRefused(await tc.http.post('/edge/client/v1/authenticate?method=ext-jwt', {}, { headers: { authorization: `Basic ${await certToken(identityId)}` } }), 'missing');
+    await assertRefused(await authenticate('not-a-jwt'), 'missing');
     // With a zt-session header bearer tokens are secondary factors, never primary credentials.
-    assertRefused(await authenticate(await certToken(identityId), { headers: { 'zt-session': 'abc' } }), 'missing');
+    await assertRefused(await authenticate(await certToken(identityId), { headers: { 'zt-session': 'abc' } }), 'missing');
   });
 
   it('reports expired for a token past exp, and invalid for nbf in the future, a wrong audience, kid or signature', async () => {
     const identityId = await createIdentity(tc.mgmt);
     const now = Math.floor(Date.now() / 1000);
-    assertRefused(await authenticate(await certToken(identityId, { exp: now - 10 })), 'expired');
-    assertRefused(await authenticate(await certToken(identityId, { nbf: now + 600 })), 'invalid');
-    assertRefused(await authenticate(await certToken(identityId, { aud: 'someone-else' })), 'invalid');
-    assertRefused(await authenticate(await certToken(identityId, {}, { kid: 'unknown-kid' })), 'invalid');
-    assertRefused(await authenticate(await certToken(identityId, {}, { kid: null })), 'invalid');
-    assertRefused(await authenticate(await jwksToken(identityId, {}, 'unknown-kid')), 'invalid');
+    await assertRefused(await authenticate(await certToken(identityId, { exp: now - 10 })), 'expired');
+    await assertRefused(await authenticate(await certToken(identityId, { nbf: now + 600 })), 'invalid');
+    await assertRefused(await authenticate(await certToken(identityId, { aud: 'someone-else' })), 'invalid');
+    await assertRefused(await authenticate(await certToken(identityId, {}, { kid: 'unknown-kid' })), 'invalid');
+    await assertRefused(await authenticate(await certToken(identityId, {}, { kid: null })), 'invalid');
+    await assertRefused(await authenticate(await jwksToken(identityId, {}, 'unknown-kid')), 'invalid');
     // Signed by another key under the certificate's kid.
     const impostor = await createTestSigner('impostor');
-    assertRefused(await authenticate(await impostor.sign(claimsFor(CERT_ISSUER, AUDIENCE, identityId), { kid: certIdp.fingerprint })), 'invalid');
+    await assertRefused(await authenticate(await impostor.sign(claimsFor(CERT_ISSUER, AUDIENCE, identityId), { kid: certIdp.fingerprint })), 'invalid');
     // Unsigned.
     const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
     const unsigned = `${b64({ alg: 'none', kid: certIdp.fingerprint })}.${b64(claimsFor(CERT_ISSUER, AUDIENCE, identityId))}.`;
-    assertRefused(await authenticate(unsigned), 'invalid');
+    await assertRefused(await authenticate(unsigned), 'invalid');
   });
 
   it('reports missing for unknown and disabled identities and for a disabled signer', async () => {
-    assertRefused(await authenticate(await certToken('no-such-identity')), 'missing');
+    await assertRefused(await authenticate(await certToken('no-such-identity')), 'missing');
     const identityId = await createIdentity(tc.mgmt);
-    tc.controller.db.prepare('UPDATE identities SET disabled_at = ? WHERE id = ?').run(new Date().toISOString(), identityId);
-    assertRefused(await authenticate(await certToken(identityId)), 'missing');
+    await tc.controller.store.write((tx) => tx.run('UPDATE identities SET disabled_at = ? WHERE id = ?', [new Date().toISOString(), identityId]));
+    await assertRefused(await authenticate(await certToken(identityId)), 'missing');
 
     const idp = await createTestSigner('disabled-idp');
     const issuer = uniqueName('https://disabled-idp.example.com');
@@ -191,7 +188,7 @@ describe('ext-jwt authentication: refused tokens', () => {
     const other = await createIdentity(tc.mgmt);
     const token = await idp.sign(claimsFor(issuer, AUDIENCE, other));
     const refused = await authenticate(token);
-    assertRefused(refused, 'missing');
+    await assertRefused(refused, 'missing');
     assert.ok(!String(refused.headers['www-authenticate']).includes(signerId));
     assert.equal((await tc.mgmt.patch(`/external-jwt-signers/${signerId}`, { enabled: true })).status, 200);
     assert.equal((await authenticate(token)).status, 200);
@@ -215,14 +212,14 @@ describe('ext-jwt authentication: refused tokens', () => {
   });
 
   it("follows the identity's auth policy: ext-jwt disallowed, or restricted to other signers", async () => {
-    const forbidding = insertAuthPolicy(tc, { extJwt: { allowed: false } });
-    const onlyJwks = insertAuthPolicy(tc, { extJwt: { allowed: true, allowedSigners: [jwksSignerId] } });
-    const onlyCert = insertAuthPolicy(tc, { extJwt: { allowed: true, allowedSigners: [certSignerId] } });
+    const forbidding = await insertAuthPolicy(tc, { extJwt: { allowed: false } });
+    const onlyJwks = await insertAuthPolicy(tc, { extJwt: { allowed: true, allowedSigners: [jwksSignerId] } });
+    const onlyCert = await insertAuthPolicy(tc, { extJwt: { allowed: true, allowedSigners: [certSignerId] } });
     const a = await createIdentity(tc.mgmt, { authPolicyId: forbidding });
     const b = await createIdentity(tc.mgmt, { authPolicyId: onlyJwks });
     const c = await createIdentity(tc.mgmt, { authPolicyId: onlyCert });
-    assertRefused(await authenticate(await certToken(a)), 'missing');
-    assertRefused(await authenticate(await certToken(b)), 'missing');
+    await assertRefused(await authenticate(await certToken(a)), 'missing');
+    await assertRefused(await authenticate(await certToken(b)), 'missing');
     const ok = await authenticate(await certToken(c));
     assert.equal(ok.status, 200, ok.text);
     assert.equal(ok.body.data.identityId, c);
@@ -230,7 +227,7 @@ describe('ext-jwt authentication: refused tokens', () => {
 
   it('answers 401 UNAUTHORIZED without a challenge when no signer is enabled', async () => {
     const identityId = await createIdentity(tc.mgmt);
-    const enabled = tc.controller.db.prepare('SELECT id FROM external_jwt_signers WHERE enabled = 1').all() as Array<{ id: string }>;
+    const enabled = await tc.controller.store.all<{ id: string }>('SELECT id FROM external_jwt_signers WHERE enabled = 1');
     for (const { id } of enabled) assert.equal((await tc.mgmt.patch(`/external-jwt-signers/${id}`, { enabled: false })).status, 200);
     try {
       const res = await authenticate(await certToken(identityId));

@@ -1,16 +1,15 @@
 /**
  * `GET /current-identity/edge-routers` in its default order (no filter, no sort) is paged from the edge router
  * catalogue; with `sort=id` it is paged by the store. Both must agree (items and meta) for a user and an admin,
- * before and after router writes made through the API and directly in the store (another connection). The
- * routers listed in a session come from the same catalogue in name order: renames reorder them at once.
+ * before and after router writes made through the API and directly in the store (a second store, as another
+ * process would). The routers listed in a session come from the same catalogue in name order: renames reorder
+ * them at once.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestController, uniqueName } from '../../support/controller.ts';
+import { openSecondStore, startTestController, uniqueName } from '../../support/controller.ts';
 import { createClientUser, createRecord } from '../../support/factories.ts';
 import type { HttpClient } from '../../support/client.ts';
-import Database from 'better-sqlite3';
-import { join } from 'node:path';
 
 const tc = await startTestController();
 
@@ -35,16 +34,16 @@ describe('edge router catalogue', () => {
     for (let i = 0; i < 10; i++) {
       routers.push(await createRecord(tc.mgmt, '/edge-routers', { name: `${tag}-r${9 - i}`, roleAttributes: i % 2 ? [`${tag}-edge`] : [] }));
     }
-    const other = new Database(join(tc.dataDir, 'portcullis.db'));
+    const other = await openSecondStore(tc);
     try {
-      const verify = other.prepare('UPDATE routers SET is_verified = 1 WHERE id = ?');
-      for (const id of routers.slice(0, 8)) verify.run(id);
+      const verify = (id: string) => other.write((tx) => tx.run('UPDATE routers SET is_verified = 1 WHERE id = ?', [id]));
+      for (const id of routers.slice(0, 8)) await verify(id);
       await createRecord(tc.mgmt, '/edge-router-policies', { name: `${tag}-erp`, semantic: 'AnyOf', identityRoles: [`#${tag}-team`], edgeRouterRoles: [`#${tag}-edge`] });
       assert.equal(await compare(user.client, 'user'), 4);
       const adminTotal = await compare(tc.client, 'admin');
 
       // Another connection verifies a router; the API renames one and deletes another.
-      verify.run(routers[9]);
+      await verify(routers[9]);
       assert.equal((await tc.mgmt.patch(`/edge-routers/${routers[1]}`, { name: `${tag}-a-first` })).status, 200);
       assert.equal((await tc.mgmt.delete(`/edge-routers/${routers[3]}`)).status, 200);
       assert.equal(await compare(user.client, 'user after writes'), 4);
@@ -58,12 +57,12 @@ describe('edge router catalogue', () => {
       assert.equal(session.status, 201, session.text);
       const names = (session.body.data.edgeRouters as Array<{ name: string }>).map((r) => r.name);
       assert.deepEqual(names, [`${tag}-a-first`, `${tag}-r0`, `${tag}-r2`, `${tag}-r4`]);
-      other.prepare('UPDATE routers SET name = ? WHERE id = ?').run(`${tag}-z-last`, routers[1]);
+      await other.write((tx) => tx.run('UPDATE routers SET name = ? WHERE id = ?', [`${tag}-z-last`, routers[1]]));
       const routersOfService = await user.client.get(`/services/${service}/edge-routers`);
       assert.equal(routersOfService.status, 200, routersOfService.text);
       assert.deepEqual((routersOfService.body.data.edgeRouters as Array<{ name: string }>).map((r) => r.name), [`${tag}-r0`, `${tag}-r2`, `${tag}-r4`, `${tag}-z-last`]);
     } finally {
-      other.close();
+      await other.close();
     }
   });
 });

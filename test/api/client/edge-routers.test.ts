@@ -31,8 +31,8 @@ async function clientUser(roleAttributes: string[]): Promise<{ id: string; clien
   return { id: u.id, client: createClient(`${root}/edge/client/v1`, tc.ca, { token: res.body.data.token }) };
 }
 
-function verify(...ids: string[]): void {
-  for (const id of ids) tc.controller.db.prepare('UPDATE routers SET is_verified = 1 WHERE id = ?').run(id);
+async function verify(...ids: string[]): Promise<void> {
+  for (const id of ids) await tc.controller.store.write((tx) => tx.run('UPDATE routers SET is_verified = 1 WHERE id = ?', [id]));
 }
 
 const alice = await clientUser(['ercv-alice']);
@@ -97,7 +97,7 @@ describe('GET /current-identity/edge-routers', () => {
   });
 
   it("lists the verified routers of the caller's edge router policies", async () => {
-    verify(erA, erC, erD);
+    await verify(erA, erC, erD);
     const res = await alice.client.get('/current-identity/edge-routers');
     assert.equal(res.status, 200, res.text);
     assertMatchesReference('client', 'GET', '/current-identity/edge-routers', 200, res.body);

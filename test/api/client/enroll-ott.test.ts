@@ -161,7 +161,7 @@ describe('enrolling with ott', () => {
 
   it('refuses an expired token and keeps it outstanding', async () => {
     const { id, token } = await ottIdentity();
-    tc.controller.db.prepare('UPDATE enrollments SET expires_at = ? WHERE token = ?').run(new Date(Date.now() - 1000).toISOString(), token);
+    await tc.controller.store.write((tx) => tx.run('UPDATE enrollments SET expires_at = ? WHERE token = ?', [new Date(Date.now() - 1000).toISOString(), token]));
     const csr = await csrFor(await newEcKey(), id);
     assertError(await tc.http.post(`${ENROLL}?method=ott&token=${token}`, { clientCsr: csr }), 400, 'ENROLLMENT_EXPIRED');
     assertError(await tc.http.post(`${ENROLL}/ott`, { token, clientCsr: csr }), 400, 'ENROLLMENT_EXPIRED');

@@ -183,7 +183,7 @@ describe('POST /enroll?method=erott (edge router)', () => {
   it('refuses an expired token with ENROLLMENT_EXPIRED and leaves the router unverified', async () => {
     const router = await createEdgeRouter();
     // The store's clock is the only way to age a 3-hour enrollment within a test.
-    tc.controller.db.prepare('UPDATE enrollments SET expires_at = ? WHERE router_id = ?').run(new Date(Date.now() - 60_000).toISOString(), router.id);
+    await tc.controller.store.write((tx) => tx.run('UPDATE enrollments SET expires_at = ? WHERE router_id = ?', [new Date(Date.now() - 60_000).toISOString(), router.id]));
     const csrs = await routerCsrs(router.id);
     assertError(await enroll('erott', router.token, { certCsr: csrs.certCsr, serverCertCsr: csrs.serverCertCsr }), 400, 'ENROLLMENT_EXPIRED');
     const detail = await tc.mgmt.get(`/edge-routers/${router.id}`);

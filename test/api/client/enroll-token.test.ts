@@ -50,10 +50,8 @@ function enrollToken(token: string | undefined, body: Record<string, unknown> = 
   return tc.http.post('/edge/client/v1/enroll/token', body, { headers: h });
 }
 
-function identityByExternalId(externalId: string): Record<string, any> | undefined {
-  return tc.controller.db.prepare('SELECT id, name, auth_policy_id, role_attributes FROM identities WHERE external_id = ?').get(externalId) as
-    | Record<string, any>
-    | undefined;
+function identityByExternalId(externalId: string): Promise<Record<string, any> | undefined> {
+  return tc.controller.store.get<Record<string, any>>('SELECT id, name, auth_policy_id, role_attributes FROM identities WHERE external_id = ?', [externalId]);
 }
 
 async function identityDetail(id: string): Promise<Record<string, any>> {
@@ -82,7 +80,7 @@ describe('token enrollment to a certificate', () => {
     assert.equal(pemBlocks(ca).length, 2, 'intermediate and root');
     opensslVerify(cert, tc.ca, 'sslclient');
 
-    const stored = identityByExternalId(sub);
+    const stored = await identityByExternalId(sub);
     assert.ok(stored);
     assert.equal(stored.name, `${sub}-name`);
     assert.equal(stored.auth_policy_id, 'default');
@@ -115,14 +113,14 @@ describe('token enrollment to a certificate', () => {
     });
     assert.equal(res.status, 200, res.text);
     assert.ok(res.body.data.cert.includes('BEGIN CERTIFICATE'));
-    assert.ok(identityByExternalId(sub));
+    assert.ok(await identityByExternalId(sub));
   });
 
   it('refuses a malformed CSR with COULD_NOT_PROCESS_CSR and creates nothing', async () => {
     const sub = uniqueName('badcsr');
     const res = await enrollToken(await certToken(sub), { clientCsr: '-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n' });
     assertError(res, 400, 'COULD_NOT_PROCESS_CSR');
-    assert.equal(identityByExternalId(sub), undefined);
+    assert.equal(await identityByExternalId(sub), undefined);
   });
 });
 
@@ -133,7 +131,7 @@ describe('token enrollment to a token', () => {
     const res = await enrollToken(token);
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.body, { data: {}, meta: {} });
-    const stored = identityByExternalId(sub);
+    const stored = await identityByExternalId(sub);
     assert.ok(stored);
     assert.equal(stored.name, sub);
     const d = await identityDetail(stored.id);
@@ -147,14 +145,14 @@ describe('token enrollment to a token', () => {
   });
 
   it('uses the signer enrollment auth policy for the new identity', async () => {
-    const policy = insertAuthPolicy(tc, { extJwt: { allowed: true, allowedSigners: [] } });
+    const policy = await insertAuthPolicy(tc, { extJwt: { allowed: true, allowedSigners: [] } });
     const idp = await createTestSigner('policy-idp');
     const issuer = uniqueName('https://policy-idp.example.com');
     await createSigner({ issuer, certPem: idp.certPem, enrollToTokenEnabled: true, enrollAuthPolicyId: policy });
     const sub = uniqueName('policy-user');
     const res = await enrollToken(await idp.sign(claimsFor(issuer, AUDIENCE, sub)));
     assert.equal(res.status, 200, res.text);
-    assert.equal(identityByExternalId(sub)?.auth_policy_id, policy);
+    assert.equal((await identityByExternalId(sub))?.auth_policy_id, policy);
   });
 
   it('fetches the JWKS again for a key published just before enrolling', async () => {
@@ -165,7 +163,7 @@ describe('token enrollment to a token', () => {
     const sub = uniqueName('rotated-user');
     const res = await enrollToken(await rotated.sign(claimsFor(JWKS_ISSUER, AUDIENCE, sub), { kid: 'k2' }));
     assert.equal(res.status, 200, res.text);
-    assert.ok(identityByExternalId(sub));
+    assert.ok(await identityByExternalId(sub));
   });
 });
 
@@ -184,7 +182,7 @@ describe('token enrollment refusals', () => {
     // The JWKS signer allows token mode only.
     const sub = uniqueName('nocert');
     assertError(await enrollToken(await jwksIdp.sign(claimsFor(JWKS_ISSUER, AUDIENCE, sub), { kid: 'k1' }), { clientCsr: csr }), 409, 'INVALID_ENROLLMENT_NOT_ALLOWED');
-    assert.equal(identityByExternalId(sub), undefined);
+    assert.equal(await identityByExternalId(sub), undefined);
 
     // A signer that allows neither mode.
     const idp = await createTestSigner('closed-idp');
@@ -193,15 +191,15 @@ describe('token enrollment refusals', () => {
     assertError(await enrollToken(await idp.sign(claimsFor(issuer, AUDIENCE, uniqueName('x')))), 409, 'INVALID_ENROLLMENT_NOT_ALLOWED');
 
     // The enrollment policy restricts ext-jwt to another signer, and (changed later) forbids certificates.
-    const policy = insertAuthPolicy(tc, { extJwt: { allowed: true, allowedSigners: [certSignerId] } });
+    const policy = await insertAuthPolicy(tc, { extJwt: { allowed: true, allowedSigners: [certSignerId] } });
     const idp2 = await createTestSigner('restricted-idp');
     const issuer2 = uniqueName('https://restricted-idp.example.com');
     await createSigner({ issuer: issuer2, certPem: idp2.certPem, enrollToTokenEnabled: true, enrollToCertEnabled: true, enrollAuthPolicyId: policy });
     assertError(await enrollToken(await idp2.sign(claimsFor(issuer2, AUDIENCE, uniqueName('y')))), 409, 'INVALID_ENROLLMENT_NOT_ALLOWED');
-    const row = tc.controller.db.prepare('SELECT primary_settings FROM auth_policies WHERE id = ?').get(policy) as { primary_settings: string };
+    const row = (await tc.controller.store.get<{ primary_settings: string }>('SELECT CAST(primary_settings AS TEXT) AS primary_settings FROM auth_policies WHERE id = ?', [policy]))!;
     const primary = JSON.parse(row.primary_settings);
     primary.cert.allowed = false;
-    tc.controller.db.prepare('UPDATE auth_policies SET primary_settings = ? WHERE id = ?').run(JSON.stringify(primary), policy);
+    await tc.controller.store.write((tx) => tx.run('UPDATE auth_policies SET primary_settings = ? WHERE id = ?', [JSON.stringify(primary), policy]));
     assertError(await enrollToken(await idp2.sign(claimsFor(issuer2, AUDIENCE, uniqueName('z'))), { clientCsr: csr }), 409, 'INVALID_ENROLLMENT_NOT_ALLOWED');
   });
 
@@ -235,7 +233,7 @@ describe('token enrollment refusals', () => {
       assert.equal(res.status, 400, `${label}: ${res.text}`);
       assert.equal(res.body.error.code, 'INVALID_ENROLLMENT_TOKEN', label);
     }
-    assert.equal(identityByExternalId(sub), undefined);
+    assert.equal(await identityByExternalId(sub), undefined);
   });
 
   it('refuses tokens of a disabled signer, also when named by the token issuer header', async () => {

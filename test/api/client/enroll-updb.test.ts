@@ -103,7 +103,7 @@ describe('updb enrollment', () => {
 
   it('refuses an expired token', async () => {
     const { id, token } = await updbIdentity();
-    tc.controller.db.prepare('UPDATE enrollments SET expires_at = ? WHERE token = ?').run(new Date(Date.now() - 60_000).toISOString(), token);
+    await tc.controller.store.write((tx) => tx.run('UPDATE enrollments SET expires_at = ? WHERE token = ?', [new Date(Date.now() - 60_000).toISOString(), token]));
     assertError(await tc.http.post(`${ENROLL}/updb?token=${token}`, { password: 'late-password' }), 400, 'ENROLLMENT_EXPIRED');
     assert.equal(await outstanding(id), 1);
   });

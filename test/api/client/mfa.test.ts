@@ -239,7 +239,7 @@ describe('partial sessions and POST /authenticate/mfa', () => {
       assert.equal(full.body.data.isMfaComplete, true);
       assert.equal(full.body.data.token, body.data.token, 'the token does not change');
       assert.equal((await partial.get('/current-identity')).status, 200);
-      const row = tc.controller.db.prepare('SELECT mfa_passed_at FROM api_sessions WHERE id = ?').get(body.data.id) as { mfa_passed_at: string | null };
+      const row = (await tc.controller.store.get<{ mfa_passed_at: string | null }>('SELECT mfa_passed_at FROM api_sessions WHERE id = ?', [body.data.id]))!;
       assert.ok(row.mfa_passed_at && Math.abs(Date.parse(row.mfa_passed_at) - Date.now()) < 60_000, String(row.mfa_passed_at));
 
       // Logout is allowed while partial, too.
@@ -339,7 +339,7 @@ describe('removing MFA', () => {
     assertEmptyOk(await client.delete('/current-identity/mfa', { headers: { 'mfa-validation-code': totpFor(secret) } }));
     assertError(await client.get('/current-identity/mfa'), 404, 'NOT_FOUND');
     assert.equal((await tc.mgmt.get(`/identities/${user.id}`)).body.data.isMfaEnabled, false);
-    const rows = tc.controller.db.prepare('SELECT mfa_passed_at FROM api_sessions WHERE identity_id = ?').all(user.id) as Array<{ mfa_passed_at: string | null }>;
+    const rows = await tc.controller.store.all<{ mfa_passed_at: string | null }>('SELECT mfa_passed_at FROM api_sessions WHERE identity_id = ?', [user.id]);
     assert.ok(rows.length > 0 && rows.every((r) => r.mfa_passed_at === null));
     const next = await login(user);
     assert.deepEqual(next.body.data.authQueries, []);

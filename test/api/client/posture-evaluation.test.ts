@@ -59,12 +59,12 @@ async function allowed(s: Scenario, type: 'Dial' | 'Bind' = 'Dial'): Promise<str
   return res.body.data.id as string;
 }
 
-function setMfaPassedAt(apiSessionId: string, at: Date | null): void {
-  tc.controller.db.prepare('UPDATE api_sessions SET mfa_passed_at = ? WHERE id = ?').run(at ? at.toISOString() : null, apiSessionId);
+async function setMfaPassedAt(apiSessionId: string, at: Date | null): Promise<void> {
+  await tc.controller.store.write((tx) => tx.run('UPDATE api_sessions SET mfa_passed_at = ? WHERE id = ?', [at ? at.toISOString() : null, apiSessionId]));
 }
 
-function setEndpointState(apiSessionId: string, column: 'woken_at' | 'unlocked_at', at: Date): void {
-  tc.controller.db.prepare(`UPDATE posture_endpoint_states SET ${column} = ? WHERE api_session_id = ?`).run(at.toISOString(), apiSessionId);
+async function setEndpointState(apiSessionId: string, column: 'woken_at' | 'unlocked_at', at: Date): Promise<void> {
+  await tc.controller.store.write((tx) => tx.run(`UPDATE posture_endpoint_states SET ${column} = ? WHERE api_session_id = ?`, [at.toISOString(), apiSessionId]));
 }
 
 const ago = (seconds: number) => new Date(Date.now() - seconds * 1000);
@@ -202,7 +202,7 @@ describe('MFA checks', () => {
     assert.equal(q.postureQueries[0].timeout, 600);
     assert.equal(q.postureQueries[0].timeoutRemaining, 0);
 
-    setMfaPassedAt(s.user.apiSessionId, ago(60));
+    await setMfaPassedAt(s.user.apiSessionId, ago(60));
     await allowed(s);
     q = (await serviceDetail(s.user, s.serviceId)).postureQueries[0];
     assert.equal(q.isPassing, true);
@@ -212,7 +212,7 @@ describe('MFA checks', () => {
     const at = Date.parse(query.timeoutAt);
     assert.ok(Math.abs(at - (Date.now() + query.timeoutRemaining * 1000)) < 5000, query.timeoutAt);
 
-    setMfaPassedAt(s.user.apiSessionId, ago(601));
+    await setMfaPassedAt(s.user.apiSessionId, ago(601));
     await refused(s);
     q = (await serviceDetail(s.user, s.serviceId)).postureQueries[0];
     assert.equal(q.isPassing, false);
@@ -222,7 +222,7 @@ describe('MFA checks', () => {
   it('without a timeout pass for as long as the API session passed MFA', async () => {
     const s = await scenario({ typeId: 'MFA', timeoutSeconds: 0 });
     await refused(s);
-    setMfaPassedAt(s.user.apiSessionId, ago(86400 * 30));
+    await setMfaPassedAt(s.user.apiSessionId, ago(86400 * 30));
     await allowed(s);
     const query = (await serviceDetail(s.user, s.serviceId)).postureQueries[0].postureQueries[0];
     assert.equal(query.timeout, -1);
@@ -232,11 +232,11 @@ describe('MFA checks', () => {
 
   it('with promptOnWake fail once a wake after the pass is more than 5 minutes old', async () => {
     const s = await scenario({ typeId: 'MFA', timeoutSeconds: 3600, promptOnWake: true });
-    setMfaPassedAt(s.user.apiSessionId, ago(1200));
+    await setMfaPassedAt(s.user.apiSessionId, ago(1200));
     await allowed(s);
     // An unlock does not matter to a check that prompts on wake only.
     await respond(s.user, { id: 'state', typeId: 'ENDPOINT_STATE', unlocked: true });
-    setEndpointState(s.user.apiSessionId, 'unlocked_at', ago(900));
+    await setEndpointState(s.user.apiSessionId, 'unlocked_at', ago(900));
     await allowed(s);
 
     await respond(s.user, { id: 'state', typeId: 'ENDPOINT_STATE', woken: true });
@@ -245,25 +245,25 @@ describe('MFA checks', () => {
     assert.ok(q.timeoutRemaining <= 300 && q.timeoutRemaining > 280, String(q.timeoutRemaining));
     assert.equal(q.promptOnWake, true);
     assert.equal(q.promptOnUnlock, undefined, 'left out when not set, as upstream');
-    const wokenAt = tc.controller.db.prepare('SELECT woken_at FROM posture_endpoint_states WHERE api_session_id = ?').get(s.user.apiSessionId) as { woken_at: string };
+    const wokenAt = (await tc.controller.store.get<{ woken_at: string }>('SELECT woken_at FROM posture_endpoint_states WHERE api_session_id = ?', [s.user.apiSessionId]))!;
     assert.equal(q.updatedAt, wokenAt.woken_at);
 
-    setEndpointState(s.user.apiSessionId, 'woken_at', ago(301));
+    await setEndpointState(s.user.apiSessionId, 'woken_at', ago(301));
     await refused(s);
     q = (await serviceDetail(s.user, s.serviceId)).postureQueries[0].postureQueries[0];
     assert.equal(q.timeoutRemaining, 0);
 
     // Passing MFA again (after the wake) clears the prompt.
-    setMfaPassedAt(s.user.apiSessionId, ago(10));
+    await setMfaPassedAt(s.user.apiSessionId, ago(10));
     await allowed(s);
   });
 
   it('with promptOnUnlock fail once an unlock after the pass is more than 5 minutes old', async () => {
     const s = await scenario({ typeId: 'MFA', promptOnUnlock: true });
-    setMfaPassedAt(s.user.apiSessionId, ago(1200));
+    await setMfaPassedAt(s.user.apiSessionId, ago(1200));
     await respond(s.user, { id: 'state', typeId: 'ENDPOINT_STATE', unlocked: true });
     await allowed(s);
-    setEndpointState(s.user.apiSessionId, 'unlocked_at', ago(400));
+    await setEndpointState(s.user.apiSessionId, 'unlocked_at', ago(400));
     await refused(s);
   });
 });
@@ -321,10 +321,10 @@ describe('policy semantics of session requests', () => {
 describe('enforcement of existing sessions', () => {
   it('removes a session whose MFA pass timed out on the next periodic pass (every 5 s)', async () => {
     const s = await scenario({ typeId: 'MFA', timeoutSeconds: 600 });
-    setMfaPassedAt(s.user.apiSessionId, ago(10));
+    await setMfaPassedAt(s.user.apiSessionId, ago(10));
     const sessionId = await allowed(s);
     const before = (await s.user.client.get('/current-api-session/service-updates')).body.data.lastChangeAt as string;
-    setMfaPassedAt(s.user.apiSessionId, ago(700));
+    await setMfaPassedAt(s.user.apiSessionId, ago(700));
     const deadline = Date.now() + 20_000;
     let status = 200;
     while (status === 200 && Date.now() < deadline) {

@@ -19,15 +19,17 @@ const create = (path: string, body: Record<string, unknown>) => createRecord(tc.
 
 const clientUser = () => createClientUser(tc);
 
-function stored(identityId: string): { responses: Array<Record<string, unknown>>; processes: Array<Record<string, unknown>> } {
-  const db = tc.controller.db;
+/** The stored rows; JSON columns read as their text (CAST: JSONB on PostgreSQL). */
+async function stored(identityId: string): Promise<{ responses: Array<Record<string, unknown>>; processes: Array<Record<string, unknown>> }> {
+  const store = tc.controller.store;
   return {
-    responses: db.prepare('SELECT type_id, posture_check_id, data FROM posture_responses WHERE identity_id = ? ORDER BY type_id').all(identityId) as Array<
-      Record<string, unknown>
-    >,
-    processes: db.prepare('SELECT posture_check_id, path, is_running, binary_hash, signer_fingerprints FROM posture_processes WHERE identity_id = ?').all(
+    responses: await store.all('SELECT type_id, posture_check_id, CAST(data AS TEXT) AS data FROM posture_responses WHERE identity_id = ? ORDER BY type_id', [
       identityId,
-    ) as Array<Record<string, unknown>>,
+    ]),
+    processes: await store.all(
+      'SELECT posture_check_id, path, is_running, binary_hash, CAST(signer_fingerprints AS TEXT) AS signer_fingerprints FROM posture_processes WHERE identity_id = ?',
+      [identityId],
+    ),
   };
 }
 
@@ -51,7 +53,7 @@ describe('POST /posture-response', () => {
       assertMatchesReference('client', 'POST', '/posture-response', 201, res.body);
       assert.deepEqual(res.body, { data: { services: [] }, meta: {} });
     }
-    const s = stored(user.id);
+    const s = await stored(user.id);
     assert.deepEqual(
       s.responses.map((r) => [r.type_id, r.posture_check_id, JSON.parse(r.data as string)]),
       [
@@ -63,10 +65,10 @@ describe('POST /posture-response', () => {
     assert.deepEqual(s.processes, [
       { posture_check_id: 'proc-check', path: '/bin/agent', is_running: 1, binary_hash: 'abcd', signer_fingerprints: '["ef01"]' },
     ]);
-    const state = tc.controller.db.prepare('SELECT woken_at, unlocked_at FROM posture_endpoint_states WHERE api_session_id = ?').get(user.apiSessionId) as {
-      woken_at: string | null;
-      unlocked_at: string | null;
-    };
+    const state = (await tc.controller.store.get<{ woken_at: string | null; unlocked_at: string | null }>(
+      'SELECT woken_at, unlocked_at FROM posture_endpoint_states WHERE api_session_id = ?',
+      [user.apiSessionId],
+    ))!;
     assert.ok(state.woken_at);
     assert.equal(state.unlocked_at, null);
   });
@@ -77,7 +79,7 @@ describe('POST /posture-response', () => {
     assert.equal(res.status, 201, res.text);
     res = await user.client.post('/posture-response', { id: 'm2', typeId: 'MAC', macAddresses: ['0a0b0c0d0e0f'] });
     assert.equal(res.status, 201, res.text);
-    const s = stored(user.id);
+    const s = await stored(user.id);
     assert.deepEqual(s.responses.map((r) => [r.posture_check_id, JSON.parse(r.data as string)]), [['m2', { addresses: ['0a0b0c0d0e0f'] }]]);
   });
 
@@ -130,7 +132,7 @@ describe('POST /posture-response', () => {
     assert.equal(raw.status, 400, raw.text);
     const xml = await user.client.request('POST', '/posture-response', { rawBody: '<x/>', contentType: 'application/xml' });
     assertError(xml, 415, 'COULD_NOT_VALIDATE');
-    assert.deepEqual(stored(user.id), { responses: [], processes: [] });
+    assert.deepEqual(await stored(user.id), { responses: [], processes: [] });
   });
 
   it('needs a full session', async () => {
@@ -153,7 +155,7 @@ describe('POST /posture-response-bulk', () => {
     // The reference declares the bulk body (postureResponseEnvelope) under 200; upstream answers 201.
     assertMatchesDefinition('client', 'postureResponseEnvelope', res.body);
     assert.deepEqual(res.body.data, { services: [] });
-    const s = stored(user.id);
+    const s = await stored(user.id);
     assert.equal(s.responses.length, 1);
     assert.deepEqual(s.processes.map((p) => [p.posture_check_id, p.path, p.is_running]).sort(), [['multi', '/a', 1], ['multi', '/b', 0]]);
     const empty = await user.client.post('/posture-response-bulk', []);
@@ -174,7 +176,7 @@ describe('POST /posture-response-bulk', () => {
     assert.deepEqual(unknown.body.error.cause, { code: 'UNHANDLED', message: 'invalid typeId value: "MFA"' });
     assertFieldError(await user.client.post('/posture-response-bulk', ['x']), '0');
     assertDecodeError(await user.client.post('/posture-response-bulk', { id: 'x', typeId: 'DOMAIN', domain: 'a' }), '');
-    assert.deepEqual(stored(user.id), { responses: [], processes: [] });
+    assert.deepEqual(await stored(user.id), { responses: [], processes: [] });
   });
 });
 
@@ -196,7 +198,7 @@ describe('effects of a submission', () => {
     const open = await user.client.post('/sessions', { serviceId: openServiceId });
     assert.equal(open.status, 201, open.text);
 
-    tc.controller.db.prepare('UPDATE identity_service_marks SET changed_at = ? WHERE identity_id = ?').run('2001-01-01T00:00:00.000Z', user.id);
+    await tc.controller.store.write((tx) => tx.run('UPDATE identity_service_marks SET changed_at = ? WHERE identity_id = ?', ['2001-01-01T00:00:00.000Z', user.id]));
     assert.equal((await user.client.get('/current-api-session/service-updates')).body.data.lastChangeAt, '2001-01-01T00:00:00.000Z');
     const res = await user.client.post('/posture-response', { id: checkId, typeId: 'OS', type: 'Linux', version: '4.19.0' });
     assert.equal(res.status, 201, res.text);
@@ -233,7 +235,7 @@ describe('wake and unlock events', () => {
     assert.deepEqual(res.body.data.services, []);
 
     // The MFA pass `POST /authenticate/mfa` records, written directly.
-    tc.controller.db.prepare('UPDATE api_sessions SET mfa_passed_at = ? WHERE id = ?').run(new Date(Date.now() - 200_000).toISOString(), user.apiSessionId);
+    await tc.controller.store.write((tx) => tx.run('UPDATE api_sessions SET mfa_passed_at = ? WHERE id = ?', [new Date(Date.now() - 200_000).toISOString(), user.apiSessionId]));
     res = await user.client.post('/posture-response', { id: 'state', typeId: 'ENDPOINT_STATE', woken: true });
     assert.equal(res.status, 201, res.text);
     assertMatchesReference('client', 'POST', '/posture-response', 201, res.body);

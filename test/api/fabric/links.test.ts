@@ -257,9 +257,15 @@ describe('links left behind by a process that died', () => {
     const b = await createRecord(tc.mgmt, '/transit-routers', { name: uniqueName('tr-b') });
     // What a crashed process would have left in the store (no router connection ends it).
     const at = new Date().toISOString();
-    tc.controller.db
-      .prepare("INSERT INTO links (id, src_router_id, dst_router_id, protocol, owner, created_at, updated_at) VALUES (?, ?, ?, 'tls', 'gone-process', ?, ?)")
-      .run('stale-link', a, b, at, at);
+    await tc.controller.store.write((tx) =>
+      tx.run("INSERT INTO links (id, src_router_id, dst_router_id, protocol, owner, created_at, updated_at) VALUES (?, ?, ?, 'tls', 'gone-process', ?, ?)", [
+        'stale-link',
+        a,
+        b,
+        at,
+        at,
+      ]),
+    );
     assert.equal((await fabric.get('/links/stale-link')).status, 200);
     await tc.restart();
     assertError(await fabric.get('/links/stale-link'), 404, 'NOT_FOUND');

@@ -74,12 +74,12 @@ function reasonIs(field: string, reason: string, value?: string) {
 }
 
 /** Identity marks written after this call: the access service records service changes there. */
-function clearMarks(): void {
-  tc.controller.db.prepare('DELETE FROM identity_service_marks').run();
+async function clearMarks(): Promise<void> {
+  await tc.controller.store.write((tx) => tx.run('DELETE FROM identity_service_marks'));
 }
 
-function markedIdentities(): string[] {
-  return (tc.controller.db.prepare('SELECT identity_id FROM identity_service_marks').all() as Array<{ identity_id: string }>).map((r) => r.identity_id);
+async function markedIdentities(): Promise<string[]> {
+  return tc.controller.store.column<string>('SELECT identity_id FROM identity_service_marks');
 }
 
 describe('POST /configs', () => {
@@ -257,9 +257,9 @@ describe('DELETE /configs/{id}', () => {
     assert.equal((await tc.mgmt.get(`/identities/${identityId}/service-configs`)).body.data.length, 1);
     assertEmptyOk(await tc.mgmt.delete(`/configs/${id}`));
     assert.deepEqual((await tc.mgmt.get(`/identities/${identityId}/service-configs`)).body.data, []);
-    const row = tc.controller.db.prepare('SELECT count(*) AS n FROM identity_service_configs WHERE config_id = ?').get(id) as { n: number };
-    assert.equal(row.n, 0);
-    assert.ok(tc.controller.db.prepare('SELECT 1 FROM identity_service_marks WHERE identity_id = ?').get(identityId));
+    const row = (await tc.controller.store.get<{ n: number }>('SELECT count(*) AS n FROM identity_service_configs WHERE config_id = ?', [id]))!;
+    assert.equal(Number(row.n), 0);
+    assert.ok(await tc.controller.store.get('SELECT 1 FROM identity_service_marks WHERE identity_id = ?', [identityId]));
   });
 });
 
@@ -304,17 +304,17 @@ describe('config changes and service-update marks', () => {
     const overrideConfig = await createConfig(typeId);
     assertEmptyOk(await tc.mgmt.post(`/identities/${overrider}/service-configs`, [{ serviceId: plainService, configId: overrideConfig }]));
 
-    clearMarks();
+    await clearMarks();
     assertEmptyOk(await tc.mgmt.patch(`/configs/${id}`, { data: { port: 9 } }));
-    assert.deepEqual(new Set(markedIdentities()), new Set([user, bystander]));
+    assert.deepEqual(new Set(await markedIdentities()), new Set([user, bystander]));
 
-    clearMarks();
+    await clearMarks();
     assertEmptyOk(await tc.mgmt.patch(`/configs/${overrideConfig}`, { name: uniqueName('renamed') }));
-    assert.deepEqual(markedIdentities(), [overrider]);
+    assert.deepEqual(await markedIdentities(), [overrider]);
 
-    clearMarks();
+    await clearMarks();
     assertEmptyOk(await tc.mgmt.delete(`/configs/${id}`));
-    assert.deepEqual(new Set(markedIdentities()), new Set([user, bystander]));
+    assert.deepEqual(new Set(await markedIdentities()), new Set([user, bystander]));
   });
 });
 

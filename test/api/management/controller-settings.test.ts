@@ -12,16 +12,19 @@ import { assertDecodeError, TIMESTAMP, assertEmptyOk, assertError, assertFieldEr
 import type { HttpResponse } from '../../support/client.ts';
 
 const tc: TestController = await startTestController();
-const db = tc.controller.db;
-const controllerId = (db.prepare("SELECT value FROM controller_facts WHERE key = 'instance-id'").get() as { value: string }).value;
+const store = tc.controller.store;
+const controllerId = (await store.value<string>("SELECT value FROM controller_facts WHERE key = 'instance-id'"))!;
 
 /** A second controller record, as another member of the cluster would register itself. */
-function addController(id: string): void {
+async function addController(id: string): Promise<void> {
   const now = new Date().toISOString();
-  db.prepare(
-    `INSERT INTO controllers (id, name, cert_pem, fingerprint, api_addresses, is_online, last_joined_at, created_at, updated_at)
-     VALUES (?, ?, 'pem', 'fp', '{}', 0, ?, ?, ?)`,
-  ).run(id, `ctrl-${id}`, now, now, now);
+  await store.write((tx) =>
+    tx.run(
+      `INSERT INTO controllers (id, name, cert_pem, fingerprint, api_addresses, is_online, last_joined_at, created_at, updated_at)
+       VALUES (?, ?, 'pem', 'fp', '{}', 0, ?, ?, ?)`,
+      [id, `ctrl-${id}`, now, now, now],
+    ),
+  );
 }
 
 async function detail(id: string): Promise<Record<string, any>> {
@@ -142,7 +145,7 @@ describe('per-controller settings', () => {
   });
 
   it('are deleted on both paths, after which global applies again', async () => {
-    addController('ctrl-two');
+    await addController('ctrl-two');
     const created = await tc.mgmt.post('/controller-settings', { controllerId: 'ctrl-two', oidc: { postLogoutUris: ['https://two.example/bye'] } });
     assert.equal(created.status, 201, created.text);
     assert.deepEqual((await effective('ctrl-two')).effective.oidc.postLogoutUris, ['https://two.example/bye']);
@@ -161,7 +164,7 @@ describe('per-controller settings', () => {
 
 describe('controller settings bad input and unknown ids', () => {
   it('rejects each invalid create and creates nothing', async () => {
-    addController('ctrl-three');
+    await addController('ctrl-three');
     const cases: Array<[Record<string, unknown>, string | RegExp]> = [
       [{}, 'controllerId'],
       [{ controllerId: '' }, 'controllerId'],

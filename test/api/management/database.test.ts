@@ -2,21 +2,52 @@
  * Database operations: data-integrity check and fix runs (background, one at a time, results with their
  * before-any-run values), each kind of corruption the scan looks for (made directly in the store), the fix
  * repairing it after a snapshot and the access index reloaded, snapshots (a valid SQLite copy named like
- * upstream, at most one per minute) and permissions.
+ * upstream, at most one per minute; SQLite only) and permissions.
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { startTestController, uniqueName, type TestController } from '../../support/controller.ts';
+import { startTestController, testStore, uniqueName, type TestController } from '../../support/controller.ts';
 import { createIdentity, createUserWithPassword } from '../../support/factories.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
 import { assertEmptyOk, assertError, sleep } from '../../support/assertions.ts';
 import { integrityRunHooks } from '../../../src/resources/database/database-ops.ts';
+import type { SqliteStore } from '../../../src/store/sqlite-store.ts';
+import type { Tx } from '../../../src/store/store.ts';
 
 const tc: TestController = await startTestController();
-const db = tc.controller.db;
+const store = tc.controller.store;
+/** Snapshots are copies of the SQLite file next to it. */
+const sqliteSnapshots = testStore() === 'sqlite';
+
+/** One statement written directly in the store. */
+function write(sql: string, params: unknown[] = []): Promise<unknown> {
+  return store.write((tx) => tx.run(sql, params));
+}
+
+/**
+ * Writes with foreign keys not enforced, as a crash or a bug could leave the store: SQLite's pragma (outside a
+ * transaction, on the write connection), PostgreSQL's replica mode for the transaction (its foreign keys are
+ * triggers that do not fire then; needs a superuser, as the test cluster's is).
+ */
+async function withoutForeignKeys(work: (tx: Tx) => Promise<void>): Promise<void> {
+  if (store.kind === 'postgres') {
+    await store.write(async (tx) => {
+      await tx.run('SET LOCAL session_replication_role = replica');
+      await work(tx);
+    });
+    return;
+  }
+  const { db } = store as SqliteStore;
+  db.pragma('foreign_keys = OFF');
+  try {
+    await store.write(work);
+  } finally {
+    db.pragma('foreign_keys = ON');
+  }
+}
 
 /** Upstream sends these as null although the reference does not declare them nullable (model.md §8.1). */
 const BEFORE_RUN_NULLS = { allowNullAt: ['/data/startTime', '/data/endTime', '/data/error', '/data/results'] };
@@ -134,21 +165,21 @@ describe('data integrity check and fix', () => {
     const n = await network();
     assert.deepEqual(await dialableServices(n.identity), [n.service]);
     // 1. A role attribute side-table row goes missing (the store now disagrees with the live index as well).
-    db.prepare('DELETE FROM identity_role_attributes WHERE identity_id = ? AND attribute = ?').run(n.identity, n.b);
+    await write('DELETE FROM identity_role_attributes WHERE identity_id = ? AND attribute = ?', [n.identity, n.b]);
     // 2. A policy_roles row of a policy that does not exist, and one its policy does not list.
-    db.prepare("INSERT INTO policy_roles (policy_id, field, role) VALUES ('no-such-policy', 'identityRoles', '#x')").run();
-    db.prepare("INSERT INTO policy_roles (policy_id, field, role) VALUES (?, 'serviceRoles', '#stale')").run(n.policy);
+    await write("INSERT INTO policy_roles (policy_id, field, role) VALUES ('no-such-policy', 'identityRoles', '#x')");
+    await write("INSERT INTO policy_roles (policy_id, field, role) VALUES (?, 'serviceRoles', '#stale')", [n.policy]);
     // 3. A role attribute row is broken (its value no longer matches the record).
-    db.prepare("UPDATE service_role_attributes SET attribute = 'broken' WHERE service_id = ? AND attribute = 'svc'").run(n.service);
+    await write("UPDATE service_role_attributes SET attribute = 'broken' WHERE service_id = ? AND attribute = 'svc'", [n.service]);
     // 4. A policy names an identity that does not exist.
-    db.prepare('UPDATE service_policies SET identity_roles = ? WHERE id = ?').run(JSON.stringify([`#${n.b}`, '@ghost-identity']), n.policy);
-    db.prepare("INSERT INTO policy_roles (policy_id, field, role) VALUES (?, 'identityRoles', '@ghost-identity')").run(n.policy);
+    await write('UPDATE service_policies SET identity_roles = ? WHERE id = ?', [JSON.stringify([`#${n.b}`, '@ghost-identity']), n.policy]);
+    await write("INSERT INTO policy_roles (policy_id, field, role) VALUES (?, 'identityRoles', '@ghost-identity')", [n.policy]);
     // 5. A service's config link row goes missing.
-    db.prepare('DELETE FROM service_configs WHERE service_id = ?').run(n.service);
+    await write('DELETE FROM service_configs WHERE service_id = ?', [n.service]);
     // 6. A real foreign key is violated (written with enforcement off, as a crash or a bug could leave it).
-    db.pragma('foreign_keys = OFF');
-    db.prepare("INSERT INTO identity_service_marks (identity_id, changed_at) VALUES ('ghost-mark', '2024-01-01T00:00:00.000Z')").run();
-    db.pragma('foreign_keys = ON');
+    await withoutForeignKeys(async (tx) => {
+      await tx.run("INSERT INTO identity_service_marks (identity_id, changed_at) VALUES ('ghost-mark', '2024-01-01T00:00:00.000Z')");
+    });
 
     const expectations: RegExp[] = [
       new RegExp(`^identities ${n.identity} role attribute '${n.b}' is missing from identity_role_attributes$`),
@@ -168,33 +199,35 @@ describe('data integrity check and fix', () => {
     const indexDiffers = new RegExp(`^access index answers differ from the store for identity ${n.identity}: services it may dial$`);
     assertReported(checked, indexDiffers, false);
     // A check changes nothing.
-    assert.equal((db.prepare("SELECT COUNT(*) AS n FROM policy_roles WHERE policy_id = 'no-such-policy'").get() as { n: number }).n, 1);
+    assert.equal(Number(await store.value("SELECT COUNT(*) AS n FROM policy_roles WHERE policy_id = 'no-such-policy'")), 1);
 
     const before = snapshotFiles();
     const fixed = await run('fix');
     for (const e of expectations) assertReported(fixed, e, true);
     assert.ok(!descriptions(fixed).some((d) => indexDiffers.test(d)), descriptions(fixed).join('\n'));
-    const after = snapshotFiles();
-    assert.equal(after.length, before.length + 1, 'the fix wrote a snapshot first');
+    if (sqliteSnapshots) {
+      const after = snapshotFiles();
+      assert.equal(after.length, before.length + 1, 'the fix wrote a snapshot first');
 
-    // The snapshot holds the corrupt state, the store the repaired one.
-    const snap = new BetterSqlite3(join(tc.dataDir, after.find((f) => !before.includes(f))!), { readonly: true });
-    try {
-      assert.equal((snap.prepare("SELECT COUNT(*) AS n FROM policy_roles WHERE policy_id = 'no-such-policy'").get() as { n: number }).n, 1);
-    } finally {
-      snap.close();
+      // The snapshot holds the corrupt state, the store the repaired one.
+      const snap = new BetterSqlite3(join(tc.dataDir, after.find((f) => !before.includes(f))!), { readonly: true });
+      try {
+        assert.equal((snap.prepare("SELECT COUNT(*) AS n FROM policy_roles WHERE policy_id = 'no-such-policy'").get() as { n: number }).n, 1);
+      } finally {
+        snap.close();
+      }
     }
-    assert.deepEqual(db.prepare('SELECT attribute FROM identity_role_attributes WHERE identity_id = ? ORDER BY attribute').all(n.identity), [
+    assert.deepEqual(await store.all('SELECT attribute FROM identity_role_attributes WHERE identity_id = ? ORDER BY attribute', [n.identity]), [
       { attribute: 'a' },
       { attribute: n.b },
     ]);
-    assert.deepEqual(db.prepare('SELECT attribute FROM service_role_attributes WHERE service_id = ?').all(n.service), [{ attribute: 'svc' }]);
-    assert.deepEqual(db.prepare('SELECT field, role FROM policy_roles WHERE policy_id = ? ORDER BY field, role').all(n.policy), [
+    assert.deepEqual(await store.all('SELECT attribute FROM service_role_attributes WHERE service_id = ?', [n.service]), [{ attribute: 'svc' }]);
+    assert.deepEqual(await store.all('SELECT field, role FROM policy_roles WHERE policy_id = ? ORDER BY field, role', [n.policy]), [
       { field: 'identityRoles', role: `#${n.b}` },
       { field: 'serviceRoles', role: `@${n.service}` },
     ]);
-    assert.deepEqual(db.prepare('SELECT config_id FROM service_configs WHERE service_id = ?').all(n.service), [{ config_id: n.config }]);
-    assert.equal((db.prepare("SELECT COUNT(*) AS n FROM identity_service_marks WHERE identity_id = 'ghost-mark'").get() as { n: number }).n, 0);
+    assert.deepEqual(await store.all('SELECT config_id FROM service_configs WHERE service_id = ?', [n.service]), [{ config_id: n.config }]);
+    assert.equal(Number(await store.value("SELECT COUNT(*) AS n FROM identity_service_marks WHERE identity_id = 'ghost-mark'")), 0);
     const policy = await tc.mgmt.get(`/service-policies/${n.policy}`);
     assert.deepEqual(policy.body.data.identityRoles, [`#${n.b}`]);
     assert.deepEqual(await dialableServices(n.identity), [n.service]);
@@ -208,8 +241,8 @@ describe('data integrity check and fix', () => {
     const outsider = await createIdentity(tc.mgmt, { roleAttributes: ['a'] });
     assert.deepEqual(await dialableServices(outsider), []);
     // The store gains the policy's attribute consistently (JSON and side table), bypassing the live index.
-    db.prepare('UPDATE identities SET role_attributes = ? WHERE id = ?').run(JSON.stringify(['a', n.b]), outsider);
-    db.prepare('INSERT INTO identity_role_attributes (identity_id, attribute) VALUES (?, ?)').run(outsider, n.b);
+    await write('UPDATE identities SET role_attributes = ? WHERE id = ?', [JSON.stringify(['a', n.b]), outsider]);
+    await write('INSERT INTO identity_role_attributes (identity_id, attribute) VALUES (?, ?)', [outsider, n.b]);
 
     const checked = await run('check');
     assert.ok(checked.results!.length > 0);
@@ -231,33 +264,35 @@ describe('data integrity check and fix', () => {
     const other = await createIdentity(tc.mgmt);
     const now = new Date().toISOString();
     // An override filed under a config type that is not its config's type.
-    db.prepare('INSERT INTO identity_service_configs (identity_id, service_id, config_type_id, config_id) VALUES (?, ?, ?, ?)').run(
+    await write('INSERT INTO identity_service_configs (identity_id, service_id, config_type_id, config_id) VALUES (?, ?, ?, ?)', [
       n.identity, n.service, n.configType, otherConfig,
-    );
+    ]);
     // An enrollment naming a CA that is gone.
     const enrollment = uniqueName('enr');
-    db.prepare(
+    await write(
       `INSERT INTO enrollments (id, method, identity_id, ca_id, token, jwt, issued_at, expires_at, created_at, updated_at)
        VALUES (?, 'ottca', ?, 'ghost-ca', ?, 'jwt', ?, ?, ?, ?)`,
-    ).run(enrollment, other, uniqueName('token'), now, now, now, now);
+      [enrollment, other, uniqueName('token'), now, now, now, now],
+    );
     // A session whose identity is not its API session's, and one no policy allows (the identity may only dial).
     const apiSession = uniqueName('as');
-    db.prepare(
+    await write(
       'INSERT INTO api_sessions (id, token_hash, identity_id, authenticator_id, last_activity_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    ).run(apiSession, uniqueName('hash'), other, 'none', now, now, now);
-    const ownApiSession = uniqueName('as');
-    db.prepare(
-      'INSERT INTO api_sessions (id, token_hash, identity_id, authenticator_id, last_activity_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    ).run(ownApiSession, uniqueName('hash'), n.identity, 'none', now, now, now);
-    const insertSession = db.prepare(
-      'INSERT INTO sessions (id, token, session_type, api_session_id, identity_id, service_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      [apiSession, uniqueName('hash'), other, 'none', now, now, now],
     );
+    const ownApiSession = uniqueName('as');
+    await write(
+      'INSERT INTO api_sessions (id, token_hash, identity_id, authenticator_id, last_activity_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      [ownApiSession, uniqueName('hash'), n.identity, 'none', now, now, now],
+    );
+    const insertSession =
+      'INSERT INTO sessions (id, token, session_type, api_session_id, identity_id, service_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
     const foreign = uniqueName('s');
     const bind = uniqueName('s');
     const dial = uniqueName('s');
-    insertSession.run(foreign, uniqueName('t'), 'Dial', apiSession, n.identity, n.service, now, now);
-    insertSession.run(bind, uniqueName('t'), 'Bind', ownApiSession, n.identity, n.service, now, now);
-    insertSession.run(dial, uniqueName('t'), 'Dial', ownApiSession, n.identity, n.service, now, now);
+    await write(insertSession, [foreign, uniqueName('t'), 'Dial', apiSession, n.identity, n.service, now, now]);
+    await write(insertSession, [bind, uniqueName('t'), 'Bind', ownApiSession, n.identity, n.service, now, now]);
+    await write(insertSession, [dial, uniqueName('t'), 'Dial', ownApiSession, n.identity, n.service, now, now]);
 
     const expectations = [
       new RegExp(`^identity_service_configs of identity ${n.identity} and service ${n.service} files config ${otherConfig} under config type ${n.configType}, but its type is ${otherType}$`),
@@ -270,50 +305,52 @@ describe('data integrity check and fix', () => {
     assert.equal(checked.results!.length, expectations.length, descriptions(checked).join('\n'));
     const fixed = await run('fix');
     for (const e of expectations) assertReported(fixed, e, true);
-    assert.deepEqual(db.prepare('SELECT id FROM sessions WHERE identity_id = ?').all(n.identity), [{ id: dial }], 'the allowed session stays');
-    assert.equal(db.prepare('SELECT id FROM enrollments WHERE id = ?').get(enrollment), undefined);
-    assert.deepEqual(db.prepare('SELECT * FROM identity_service_configs WHERE identity_id = ?').all(n.identity), []);
+    assert.deepEqual(await store.all('SELECT id FROM sessions WHERE identity_id = ?', [n.identity]), [{ id: dial }], 'the allowed session stays');
+    assert.equal(await store.get('SELECT id FROM enrollments WHERE id = ?', [enrollment]), undefined);
+    assert.deepEqual(await store.all('SELECT * FROM identity_service_configs WHERE identity_id = ?', [n.identity]), []);
     assert.deepEqual((await run('check')).results, null);
   });
 
   it('keeps at most 1000 results and flags tooManyErrors', async () => {
-    const insert = db.prepare("INSERT INTO policy_roles (policy_id, field, role) VALUES (?, 'identityRoles', '#all')");
-    db.transaction(() => {
-      for (let i = 0; i < 1005; i++) insert.run(`ghost-policy-${i}`);
-    })();
+    const insert = "INSERT INTO policy_roles (policy_id, field, role) VALUES (?, 'identityRoles', '#all')";
+    await store.write(async (tx) => {
+      for (let i = 0; i < 1005; i++) await tx.run(insert, [`ghost-policy-${i}`]);
+    });
     const checked = await run('check', true);
     assert.equal(checked.results!.length, 1000);
     const res = await tc.mgmt.get('/database/data-integrity-results');
     assert.equal(res.body.meta.pagination.totalCount, 1000);
     const fixed = await run('fix', true);
     assert.ok(fixed.results!.every((r) => r.fixed));
-    assert.equal((db.prepare("SELECT COUNT(*) AS n FROM policy_roles WHERE policy_id LIKE 'ghost-policy-%'").get() as { n: number }).n, 0, 'everything was fixed');
+    assert.equal(Number(await store.value("SELECT COUNT(*) AS n FROM policy_roles WHERE policy_id LIKE 'ghost-policy-%'")), 0, 'everything was fixed');
     assert.deepEqual((await run('check')).results, null);
   });
 
   it('reports what it can not fix as not fixed', async () => {
     const n = await network();
-    db.pragma('foreign_keys = OFF');
     const checkId = uniqueName('pc');
-    db.prepare(
-      "INSERT INTO posture_checks (id, name, type_id, created_at, updated_at) VALUES (?, ?, 'NO_SUCH_TYPE', '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z')",
-    ).run(checkId, checkId);
-    // A record whose required reference dangles is reported, never deleted (its parent does not own it).
     const typeless = uniqueName('id');
-    db.prepare(
-      "INSERT INTO identities (id, name, type_id, created_at, updated_at) VALUES (?, ?, 'NoSuchType', '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z')",
-    ).run(typeless, typeless);
-    db.pragma('foreign_keys = ON');
+    await withoutForeignKeys(async (tx) => {
+      await tx.run(
+        "INSERT INTO posture_checks (id, name, type_id, created_at, updated_at) VALUES (?, ?, 'NO_SUCH_TYPE', '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z')",
+        [checkId, checkId],
+      );
+      // A record whose required reference dangles is reported, never deleted (its parent does not own it).
+      await tx.run(
+        "INSERT INTO identities (id, name, type_id, created_at, updated_at) VALUES (?, ?, 'NoSuchType', '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z')",
+        [typeless, typeless],
+      );
+    });
     // A service can hold at most one config per config type.
     const second = await post('/configs', { name: uniqueName('cfg'), configTypeId: n.configType, data: {} });
-    db.prepare('UPDATE services SET configs = ? WHERE id = ?').run(JSON.stringify([n.config, second].sort()), n.service);
-    db.prepare('INSERT INTO service_configs (service_id, config_id) VALUES (?, ?)').run(n.service, second);
+    await write('UPDATE services SET configs = ? WHERE id = ?', [JSON.stringify([n.config, second].sort()), n.service]);
+    await write('INSERT INTO service_configs (service_id, config_id) VALUES (?, ?)', [n.service, second]);
 
     const fixed = await run('fix');
     assertReported(fixed, new RegExp(`^posture_checks ${checkId} has unknown posture check type 'NO_SUCH_TYPE'$`), false);
     assertReported(fixed, new RegExp(`^services ${n.service} lists 2 configs of config type ${n.configType}`), false);
     assertReported(fixed, /^identities\.type_id 'NoSuchType' references a missing identity_types record$/, false);
-    assert.ok(db.prepare('SELECT id FROM identities WHERE id = ?').get(typeless), 'the identity was kept');
+    assert.ok(await store.get('SELECT id FROM identities WHERE id = ?', [typeless]), 'the identity was kept');
     const again = await run('check');
     assert.equal(again.results!.length, 3, descriptions(again).join('\n'));
     assertEmptyOk(await tc.mgmt.delete(`/identities/${typeless}`));
@@ -359,7 +396,7 @@ describe('one integrity run at a time', () => {
   });
 });
 
-describe('database snapshot', () => {
+describe('database snapshot', { skip: !sqliteSnapshots && 'SQLite only: the snapshot is a copy of the SQLite file' }, () => {
   it('writes a valid copy named <db file>-YYYYMMDD-HHMMSS, at most once per minute', async () => {
     const identity = await createIdentity(tc.mgmt);
     const before = snapshotFiles();

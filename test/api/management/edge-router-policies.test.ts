@@ -53,12 +53,17 @@ async function listNames(filter: string): Promise<string[]> {
 }
 
 /** A system policy as the edge router service writes one for a tunneler-enabled router. */
-function insertSystemPolicy(): string {
+async function insertSystemPolicy(): Promise<string> {
   const id = uniqueName('sys');
   const now = new Date().toISOString();
-  tc.controller.db
-    .prepare("INSERT INTO edge_router_policies (id, name, semantic, created_at, updated_at, is_system) VALUES (?, ?, 'AnyOf', ?, ?, 1)")
-    .run(id, `edge-router-${id}-system`, now, now);
+  await tc.controller.store.write((tx) =>
+    tx.run("INSERT INTO edge_router_policies (id, name, semantic, created_at, updated_at, is_system) VALUES (?, ?, 'AnyOf', ?, ?, 1)", [
+      id,
+      `edge-router-${id}-system`,
+      now,
+      now,
+    ]),
+  );
   return id;
 }
 
@@ -142,7 +147,7 @@ describe('edge router policy CRUD', () => {
 
 describe('system edge router policies', () => {
   it('refuses updates and deletes of a system policy with 400 and lists it with isSystem true', async () => {
-    const id = insertSystemPolicy();
+    const id = await insertSystemPolicy();
     const before = await detail(id);
     assert.equal(before.isSystem, true);
     assertError(await tc.mgmt.patch(`/edge-router-policies/${id}`, { semantic: 'AllOf' }), 400, 'ENTITY_CAN_NOT_BE_UPDATED');

@@ -73,8 +73,8 @@ function decodeJwt(jwt: string): { header: Record<string, unknown>; claims: Reco
   return { header: JSON.parse(Buffer.from(h, 'base64url').toString()), claims: JSON.parse(Buffer.from(c, 'base64url').toString()) };
 }
 
-function enrollmentRows(routerId: string): Array<Record<string, unknown>> {
-  return tc.controller.db.prepare('SELECT * FROM enrollments WHERE router_id = ?').all(routerId) as Array<Record<string, unknown>>;
+function enrollmentRows(routerId: string): Promise<Array<Record<string, unknown>>> {
+  return tc.controller.store.all('SELECT * FROM enrollments WHERE router_id = ?', [routerId]);
 }
 
 function assertEdgeRouterNotFound(res: HttpResponse, id: string): void {
@@ -155,7 +155,7 @@ describe('POST /edge-routers', () => {
     assert.equal(Date.parse(d.enrollmentExpiresAt) - Date.parse(d.enrollmentCreatedAt), 180 * 60_000);
     const verified = await verifyJwt(d.enrollmentJwt, tc.controller.pki);
     assert.equal(verified.sub, id);
-    const rows = enrollmentRows(id);
+    const rows = await enrollmentRows(id);
     assert.equal(rows.length, 1);
     assert.equal(rows[0].method, 'erott');
     assert.equal(rows[0].token, d.enrollmentToken);
@@ -425,10 +425,10 @@ describe('DELETE /edge-routers/{id}', () => {
     const id = await createRouter({ roleAttributes: ['gone'] });
     const keep = await createRouter();
     const erp = await createErp({ edgeRouterRoles: [`@${id}`, `@${keep}`] });
-    assert.equal(enrollmentRows(id).length, 1);
+    assert.equal((await enrollmentRows(id)).length, 1);
     assertEmptyOk(await tc.mgmt.delete(`/edge-routers/${id}`));
     assertEdgeRouterNotFound(await tc.mgmt.get(`/edge-routers/${id}`), id);
-    assert.equal(enrollmentRows(id).length, 0);
+    assert.equal((await enrollmentRows(id)).length, 0);
     const policy = await tc.mgmt.get(`/edge-router-policies/${erp}`);
     assert.deepEqual(policy.body.data.edgeRouterRoles, [`@${keep}`]);
     const attrs = await tc.mgmt.get(`/edge-router-role-attributes?filter=${q('id = "gone"')}`);
@@ -447,8 +447,10 @@ describe('POST /edge-routers/{id}/re-enroll', () => {
   it('replaces the enrollment and clears the certificate and verification', async () => {
     const id = await createRouter();
     const first = await detail(id);
-    tc.controller.db.prepare("UPDATE routers SET is_verified = 1, fingerprint = 'abc', cert_pem = 'PEM' WHERE id = ?").run(id);
-    tc.controller.db.prepare('DELETE FROM enrollments WHERE router_id = ?').run(id);
+    await tc.controller.store.write(async (tx) => {
+      await tx.run("UPDATE routers SET is_verified = 1, fingerprint = 'abc', cert_pem = 'PEM' WHERE id = ?", [id]);
+      await tx.run('DELETE FROM enrollments WHERE router_id = ?', [id]);
+    });
     const enrolled = await detail(id);
     assert.equal(enrolled.isVerified, true);
     assert.equal(enrolled.fingerprint, 'abc');
@@ -465,7 +467,7 @@ describe('POST /edge-routers/{id}/re-enroll', () => {
     assert.notEqual(d.enrollmentToken, first.enrollmentToken);
     assert.equal(decodeJwt(d.enrollmentJwt).claims.jti, d.enrollmentToken);
     assertEmptyOk(await tc.mgmt.post(`/edge-routers/${id}/re-enroll`));
-    const rows = enrollmentRows(id);
+    const rows = await enrollmentRows(id);
     assert.equal(rows.length, 1, 'repeating leaves exactly one enrollment');
     assert.equal(rows[0].method, 'erott');
     assert.notEqual(rows[0].token, d.enrollmentToken, 'the previous token is no longer valid');

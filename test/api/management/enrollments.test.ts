@@ -219,7 +219,7 @@ describe('refresh and delete', () => {
 
   it('refresh revives an expired enrollment', async () => {
     const { enrollment } = await identityWithEnrollment(tc, { ott: true });
-    tc.controller.db.prepare('UPDATE enrollments SET expires_at = ? WHERE id = ?').run(new Date(Date.now() - 1000).toISOString(), enrollment.ott.id);
+    await tc.controller.store.write((tx) => tx.run('UPDATE enrollments SET expires_at = ? WHERE id = ?', [new Date(Date.now() - 1000).toISOString(), enrollment.ott.id]));
     assertEmptyOk(await tc.mgmt.post(`/enrollments/${enrollment.ott.id}/refresh`, { expiresAt: inHours(1) }));
     assert.ok(Date.parse((await detail(enrollment.ott.id)).expiresAt) > Date.now());
   });
@@ -316,7 +316,7 @@ describe('POST /authenticators/{id}/re-enroll', () => {
   it('turns a certificate authenticator from a third-party CA into an ottca enrollment for that CA', async () => {
     const identity = await certIdentity();
     const caId = await createCa();
-    tc.controller.db.prepare('UPDATE authenticators SET ca_id = ? WHERE id = ?').run(caId, identity.authenticatorId);
+    await tc.controller.store.write((tx) => tx.run('UPDATE authenticators SET ca_id = ? WHERE id = ?', [caId, identity.authenticatorId]));
     const res = await tc.mgmt.post(`/authenticators/${identity.authenticatorId}/re-enroll`, { expiresAt: inHours(1) });
     assert.equal(res.status, 201, res.text);
     const e = await detail(res.body.data.id);

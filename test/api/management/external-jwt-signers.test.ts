@@ -218,8 +218,8 @@ describe('external JWT signers: validation', () => {
 
   it('requires the enrollment auth policy to exist and to allow what enrollment is enabled for', async () => {
     await expectCreateRejected(jwksBody({ enrollAuthPolicyId: 'no-such-policy' }), (res) => assertFieldError(res, 'enrollAuthPolicyId'));
-    const noExtJwt = insertAuthPolicy(tc, { extJwt: { allowed: false } });
-    const noCert = insertAuthPolicy(tc, { cert: { allowed: false } });
+    const noExtJwt = await insertAuthPolicy(tc, { extJwt: { allowed: false } });
+    const noCert = await insertAuthPolicy(tc, { cert: { allowed: false } });
     await expectCreateRejected(jwksBody({ enrollAuthPolicyId: noExtJwt, enrollToTokenEnabled: true }), (res) => assertFieldError(res, 'enrollAuthPolicyId'));
     await expectCreateRejected(jwksBody({ enrollAuthPolicyId: noCert, enrollToCertEnabled: true }), (res) => assertFieldError(res, 'enrollAuthPolicyId'));
     // Without the matching enrollment mode the same policies are fine.
@@ -317,8 +317,8 @@ describe('external JWT signers: update and delete', () => {
 
     const primaryRef = await create(jwksBody());
     const secondaryRef = await create(jwksBody());
-    const p1 = insertAuthPolicy(tc, { extJwt: { allowed: true, allowedSigners: [primaryRef] } });
-    const p2 = insertAuthPolicy(tc, {}, { requireExtJwtSigner: secondaryRef });
+    const p1 = await insertAuthPolicy(tc, { extJwt: { allowed: true, allowedSigners: [primaryRef] } });
+    const p2 = await insertAuthPolicy(tc, {}, { requireExtJwtSigner: secondaryRef });
     const r1 = await tc.mgmt.delete(`/external-jwt-signers/${primaryRef}`);
     assertError(r1, 409, 'CAN_NOT_DELETE_REFERENCED_ENTITY');
     assert.match(r1.body.error.cause.message, new RegExp(p1));
@@ -326,7 +326,7 @@ describe('external JWT signers: update and delete', () => {
     await detail(primaryRef);
     await detail(secondaryRef);
     // Once the policies let go, the signers can be deleted.
-    tc.controller.db.prepare('DELETE FROM auth_policies WHERE id IN (?, ?)').run(p1, p2);
+    await tc.controller.store.write((tx) => tx.run('DELETE FROM auth_policies WHERE id IN (?, ?)', [p1, p2]));
     assertEmptyOk(await tc.mgmt.delete(`/external-jwt-signers/${primaryRef}`));
     assertEmptyOk(await tc.mgmt.delete(`/external-jwt-signers/${secondaryRef}`));
   });

@@ -83,7 +83,7 @@ describe('POST /identities/{id}/disable', () => {
     assertError(await login(user.username, user.password), 401, 'INVALID_AUTH');
     // Move the end of the lock into the past instead of waiting for it.
     const past = new Date(Date.now() - 1000).toISOString();
-    tc.controller.db.prepare('UPDATE identities SET disabled_until = ? WHERE id = ?').run(past, user.id);
+    await tc.controller.store.write((tx) => tx.run('UPDATE identities SET disabled_until = ? WHERE id = ?', [past, user.id]));
     const d = await detail(user.id);
     assert.equal(d.disabled, false, 'the lock is over');
     assert.equal(d.disabledUntil, past, 'the times stay until enabled');

@@ -277,7 +277,7 @@ describe('PUT and PATCH /posture-checks/{id}', () => {
 
 describe('service-update marks', () => {
   it('a change of a check marks the identities of the service policies that include it, and no one else', async () => {
-    const db = tc.controller.db;
+    const store = tc.controller.store;
     const identity = async () => {
       const res = await tc.mgmt.post('/identities', { name: uniqueName('i'), type: 'User', isAdmin: false });
       assert.equal(res.status, 201, res.text);
@@ -293,18 +293,18 @@ describe('service-update marks', () => {
       identityRoles: [`@${included}`], serviceRoles: [`@${svc.body.data.id}`], postureCheckRoles: [`@${check}`],
     });
     assert.equal(policy.status, 201, policy.text);
-    const marked = (id: string) => db.prepare('SELECT 1 FROM identity_service_marks WHERE identity_id = ?').get(id) !== undefined;
-    const clear = () => db.prepare('DELETE FROM identity_service_marks WHERE identity_id IN (?, ?)').run(included, unrelated);
+    const marked = async (id: string) => (await store.get('SELECT 1 FROM identity_service_marks WHERE identity_id = ?', [id])) !== undefined;
+    const clear = () => store.write((tx) => tx.run('DELETE FROM identity_service_marks WHERE identity_id IN (?, ?)', [included, unrelated]));
 
-    clear();
+    await clear();
     assertEmptyOk(await tc.mgmt.patch(`/posture-checks/${check}`, { typeId: 'MFA', timeoutSeconds: 60 }));
-    assert.equal(marked(included), true);
-    assert.equal(marked(unrelated), false);
+    assert.equal(await marked(included), true);
+    assert.equal(await marked(unrelated), false);
 
-    clear();
+    await clear();
     assertEmptyOk(await tc.mgmt.delete(`/posture-checks/${check}`));
-    assert.equal(marked(included), true);
-    assert.equal(marked(unrelated), false);
+    assert.equal(await marked(included), true);
+    assert.equal(await marked(unrelated), false);
   });
 });
 

@@ -79,7 +79,7 @@ describe('GET /identities/{id}/posture-data', () => {
       { id: 'state', typeId: 'ENDPOINT_STATE', unlocked: true },
     ]);
     const passedAt = new Date(Date.now() - 30_000).toISOString();
-    tc.controller.db.prepare('UPDATE api_sessions SET mfa_passed_at = ? WHERE id = ?').run(passedAt, user.apiSessionId);
+    await tc.controller.store.write((tx) => tx.run('UPDATE api_sessions SET mfa_passed_at = ? WHERE id = ?', [passedAt, user.apiSessionId]));
 
     const res = await tc.mgmt.get(`/identities/${user.id}/posture-data`);
     assert.equal(res.status, 200, res.text);
@@ -104,8 +104,10 @@ describe('GET /identities/{id}/posture-data', () => {
     assert.equal(session.sdkInfo.version, '1.2.3');
 
     // An unlock more than 5 minutes after the pass is an unanswered prompt.
-    tc.controller.db.prepare('UPDATE api_sessions SET mfa_passed_at = ? WHERE id = ?').run(new Date(Date.now() - 3_600_000).toISOString(), user.apiSessionId);
-    tc.controller.db.prepare('UPDATE posture_endpoint_states SET unlocked_at = ? WHERE api_session_id = ?').run(new Date(Date.now() - 600_000).toISOString(), user.apiSessionId);
+    await tc.controller.store.write(async (tx) => {
+      await tx.run('UPDATE api_sessions SET mfa_passed_at = ? WHERE id = ?', [new Date(Date.now() - 3_600_000).toISOString(), user.apiSessionId]);
+      await tx.run('UPDATE posture_endpoint_states SET unlocked_at = ? WHERE api_session_id = ?', [new Date(Date.now() - 600_000).toISOString(), user.apiSessionId]);
+    });
     const later = (await tc.mgmt.get(`/identities/${user.id}/posture-data`)).body.data.apiSessionPostureData[user.apiSessionId];
     assert.equal(later.mfa.passedOnUnlock, false);
     assert.equal(later.mfa.passedOnWake, null);

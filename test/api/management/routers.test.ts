@@ -95,7 +95,7 @@ describe('POST /routers and /transit-routers', () => {
     assert.equal(claims.iss, `https://localhost:${tc.port}`);
     assert.equal(Date.parse(d.enrollmentExpiresAt) - Date.parse(d.enrollmentCreatedAt), 180 * 60_000);
     assert.equal((await verifyJwt(d.enrollmentJwt, tc.controller.pki)).em, 'trott');
-    const rows = tc.controller.db.prepare('SELECT method FROM enrollments WHERE router_id = ?').all(id) as Array<{ method: string }>;
+    const rows = await tc.controller.store.all<{ method: string }>('SELECT method FROM enrollments WHERE router_id = ?', [id]);
     assert.deepEqual(rows.map((r) => r.method), ['trott']);
     assert.deepEqual(await detail(id, '/transit-routers'), d, 'both paths show the same record');
   });
@@ -222,7 +222,7 @@ describe('DELETE /routers/{id}', () => {
     const id = await createRouter();
     assertEmptyOk(await tc.mgmt.delete(`/routers/${id}`));
     assertRouterNotFound(await tc.mgmt.get(`/routers/${id}`), id);
-    assert.equal((tc.controller.db.prepare('SELECT COUNT(*) AS n FROM enrollments WHERE router_id = ?').get(id) as { n: number }).n, 0);
+    assert.equal(Number(await tc.controller.store.value('SELECT COUNT(*) AS n FROM enrollments WHERE router_id = ?', [id])), 0);
     const other = await createRouter(undefined, '/transit-routers');
     assertEmptyOk(await tc.mgmt.delete(`/transit-routers/${other}`));
     assertRouterNotFound(await tc.mgmt.delete(`/transit-routers/${other}`), other);

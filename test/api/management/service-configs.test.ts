@@ -47,12 +47,12 @@ function pairs(list: Array<Record<string, any>>): Array<[string, string]> {
   return list.map((o) => [o.serviceId, o.configId] as [string, string]).sort();
 }
 
-function marked(identityId: string): boolean {
-  return tc.controller.db.prepare('SELECT 1 FROM identity_service_marks WHERE identity_id = ?').get(identityId) !== undefined;
+async function marked(identityId: string): Promise<boolean> {
+  return (await tc.controller.store.get('SELECT 1 FROM identity_service_marks WHERE identity_id = ?', [identityId])) !== undefined;
 }
 
-function clearMarks(): void {
-  tc.controller.db.prepare('DELETE FROM identity_service_marks').run();
+async function clearMarks(): Promise<void> {
+  await tc.controller.store.write((tx) => tx.run('DELETE FROM identity_service_marks'));
 }
 
 describe('POST /identities/{id}/service-configs', () => {
@@ -61,11 +61,11 @@ describe('POST /identities/{id}/service-configs', () => {
     const s = await createService();
     const c = await createConfig(INTERCEPT, interceptData('o.example'));
     assert.deepEqual(await overrides(identity), []);
-    clearMarks();
+    await clearMarks();
     const res = await tc.mgmt.post(`/identities/${identity}/service-configs`, [{ serviceId: s.id, configId: c.id }]);
     assertEmptyOk(res);
     assertMatchesReference('management', 'POST', '/identities/{id}/service-configs', 200, res.body);
-    assert.ok(marked(identity), 'the identity is told its services changed');
+    assert.ok(await marked(identity), 'the identity is told its services changed');
     assert.deepEqual(await overrides(identity), [
       {
         config: { _links: { self: { href: `./configs/${c.id}` } }, entity: 'configs', id: c.id, name: c.name },
@@ -131,12 +131,12 @@ describe('DELETE /identities/{id}/service-configs', () => {
     assertEmptyOk(await tc.mgmt.delete(`/identities/${identity}/service-configs`));
     assertEmptyOk(await tc.mgmt.delete(`/identities/${identity}/service-configs`, { body: [] }));
     assert.equal((await overrides(identity)).length, 2);
-    clearMarks();
+    await clearMarks();
     // i2 is not the stored override, but its type decides what goes.
     const res = await tc.mgmt.delete(`/identities/${identity}/service-configs`, { body: [{ serviceId: s.id, configId: i2.id }] });
     assertEmptyOk(res);
     assertMatchesReference('management', 'DELETE', '/identities/{id}/service-configs', 200, res.body);
-    assert.ok(marked(identity));
+    assert.ok(await marked(identity));
     assert.deepEqual(pairs(await overrides(identity)), [[s.id, h1.id]]);
     assertError(await tc.mgmt.delete(`/identities/${identity}/service-configs`, { body: [{ serviceId: s.id, configId: 'nope' }] }), 404, 'NOT_FOUND');
     assertError(await tc.mgmt.delete('/identities/nope/service-configs', { body: [] }), 404, 'NOT_FOUND');

@@ -80,12 +80,12 @@ async function expectCreateRejected(body: Record<string, unknown>, check: (res: 
   assert.equal(await serviceCount(), before, 'nothing was created');
 }
 
-function markedIdentities(): Set<string> {
-  return new Set((tc.controller.db.prepare('SELECT identity_id FROM identity_service_marks').all() as Array<{ identity_id: string }>).map((r) => r.identity_id));
+async function markedIdentities(): Promise<Set<string>> {
+  return new Set(await tc.controller.store.column<string>('SELECT identity_id FROM identity_service_marks'));
 }
 
-function clearMarks(): void {
-  tc.controller.db.prepare('DELETE FROM identity_service_marks').run();
+async function clearMarks(): Promise<void> {
+  await tc.controller.store.write((tx) => tx.run('DELETE FROM identity_service_marks'));
 }
 
 describe('POST /services', () => {
@@ -380,9 +380,9 @@ describe('DELETE /services/{id}', () => {
     const sp = await createPolicy('/service-policies', { type: 'Dial', identityRoles: [`@${identity}`], serviceRoles: [`@${id}`, `@${other}`] });
     const c = await createConfig(HOST_V1, hostData(84));
     assertEmptyOk(await tc.mgmt.post(`/identities/${identity}/service-configs`, [{ serviceId: id, configId: c }]));
-    clearMarks();
+    await clearMarks();
     assertEmptyOk(await tc.mgmt.delete(`/services/${id}`));
-    assert.ok(markedIdentities().has(identity));
+    assert.ok((await markedIdentities()).has(identity));
     assertError(await tc.mgmt.get(`/services/${id}`), 404, 'NOT_FOUND');
     assert.deepEqual((await tc.mgmt.get(`/service-policies/${sp}`)).body.data.serviceRoles, [`@${other}`]);
     assert.deepEqual((await tc.mgmt.get(`/identities/${identity}/service-configs`)).body.data, []);
@@ -396,9 +396,9 @@ describe('DELETE /services/{id}', () => {
     const bystander = await createIdentity(tc.mgmt);
     const id = await createService();
     await createPolicy('/service-policies', { type: 'Bind', identityRoles: [`@${identity}`], serviceRoles: [`@${id}`] });
-    clearMarks();
+    await clearMarks();
     assertEmptyOk(await tc.mgmt.patch(`/services/${id}`, { maxIdleTimeMillis: 1 }));
-    const marked = markedIdentities();
+    const marked = await markedIdentities();
     assert.ok(marked.has(identity));
     assert.ok(!marked.has(bystander));
   });

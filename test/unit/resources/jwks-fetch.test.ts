@@ -6,7 +6,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
-import { openDatabase, closeDatabase } from '../../../src/store/database.ts';
+import { openSqliteStore } from '../../../src/store/sqlite-store.ts';
 import { fetchJwks, RefusedAddressError, type ResolveHost } from '../../../src/resources/external-jwt-signers/jwks-fetch.ts';
 import { createSignerTokens, ExternalJwtError, type SignerRecord } from '../../../src/resources/external-jwt-signers/signer-tokens.ts';
 import { noRights } from '../../../src/auth/rights.ts';
@@ -103,10 +103,10 @@ describe('fetchJwks', () => {
 
 describe('signer tokens with a refused JWKS host', () => {
   it('fails verification as for an unreachable endpoint and logs one line without the URL', async () => {
-    const db = openDatabase(':memory:');
+    const store = openSqliteStore(':memory:');
     const warnings: Array<{ obj: Record<string, unknown>; msg: string }> = [];
     const resolve = fakeResolver({ 'idp.example.test': ['169.254.169.254'], 'good.example.test': ['127.0.0.1'] });
-    const tokens = createSignerTokens(db, { resolve, refreshIntervalMs: 0, log: { warn: (obj, msg) => warnings.push({ obj: obj as Record<string, unknown>, msg }) } });
+    const tokens = createSignerTokens(store, { resolve, refreshIntervalMs: 0, log: { warn: (obj, msg) => warnings.push({ obj: obj as Record<string, unknown>, msg }) } });
     try {
       const idp = await createTestSigner();
       body = JSON.stringify({ keys: [await idp.publicJwk('k1')] });
@@ -127,7 +127,7 @@ describe('signer tokens with a refused JWKS host', () => {
       const claims = await tokens.verify({ ...signer, id: 'signer-2', jwksEndpoint: `http://good.example.test:${port}/jwks` }, token);
       assert.equal(claims.sub, 'alice');
     } finally {
-      closeDatabase(db);
+      await store.close();
     }
   });
 });

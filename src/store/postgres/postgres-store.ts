@@ -1,0 +1,473 @@
+/**
+ * The store on PostgreSQL (14 or later), through a pool of node-postgres connections.
+ *
+ * SQL arrives with `?` placeholders (numbered `$1`, `$2`… once per text) and results look like SQLite's: the
+ * pool's connections (only they: nothing global is changed) parse BIGINT and NUMERIC as JS numbers, JSON and JSONB
+ * as their text (the code parses JSON columns itself), booleans as 0/1; column names are as PostgreSQL gives them
+ * (lower-case unless quoted).
+ *
+ * Writes: one transaction at a time in this process (a FIFO queue), and across processes, since every write takes
+ * one transaction-scoped advisory lock right after BEGIN; so change-feed rows (identity `seq`) are numbered in
+ * commit order. afterCommit hooks run after COMMIT, onRollback hooks after ROLLBACK, as on SQLite. A committed
+ * transaction is durable (the server's own synchronous commit), so `durable()` has nothing to wait for.
+ * Snapshots: one connection in a REPEATABLE READ READ ONLY transaction. Autocommit reads take any pooled
+ * connection.
+ *
+ * Faults: connecting gives up after `connectTimeoutMs` (2.5 s), a statement after `statementTimeoutMs` (10 s,
+ * on the server, and a little later on the client for a server that does not answer at all); an unreachable,
+ * restarting or overloaded server makes the call fail at once with 503 STORAGE_UNAVAILABLE. A broken connection is
+ * dropped (the pool's 'error' events are handled, never fatal) and new ones are opened on demand, so the store
+ * works again by itself when the server is back. Writes queued behind a write that could not connect fail at once
+ * instead of each waiting for its own connection timeout. Messages never contain the password.
+ *
+ * Differences from SQLite the code must know (see also src/query/README.md): a statement that fails inside a
+ * write aborts the whole transaction (PostgreSQL has no statement-level rollback): catching the error and going
+ * on makes `write` fail at commit (nothing is committed, onRollback hooks run); unquoted aliases come back
+ * lower-case.
+ */
+import pg from 'pg';
+import { positionalParameters, postgresDialect } from '../../query/dialect.ts';
+import type { PageQuery, PageRows, Params, Row, RunResult, Sql, Store, Tx, VersionedTable } from '../store.ts';
+import { parsePostgresUrl, scrub } from './connection-url.ts';
+import { isConnectionBroken, isUnavailable, storageUnavailable, storeError } from './faults.ts';
+
+export interface PostgresStoreOptions {
+  /** Pool size (default 10). */
+  max?: number;
+  /** Giving up on connecting (default 2500 ms, or the URL's connect_timeout). */
+  connectTimeoutMs?: number;
+  /** Server-side statement timeout (default 10000 ms); the client gives up 2 s later. */
+  statementTimeoutMs?: number;
+  /** The server ends a session idle inside a transaction this long (default 30000 ms), releasing its locks. */
+  idleInTransactionTimeoutMs?: number;
+  /** application_name of the connections (default `portcullis`, or the URL's). */
+  applicationName?: string;
+  /** Connection problems seen outside any call (a pooled connection lost); rate-limited warnings on stderr by default. */
+  onError?: (message: string) => void;
+}
+
+export interface PostgresStore extends Store {
+  readonly kind: 'postgres';
+  /** The connection pool (migrations and tests). */
+  readonly pool: pg.Pool;
+  /** `host:port/database as user`, for logs (never the password). */
+  readonly location: string;
+}
+
+/** Key of the transaction-scoped advisory lock every write takes (ASCII "pcwrite!"). */
+export const WRITE_LOCK_KEY = '8098447888221496609';
+const BEGIN_WRITE = `BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY})`;
+const BEGIN_SNAPSHOT = 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY';
+
+// ---- result types -------------------------------------------------------------------------------------------------
+
+const OID = { bool: 16, int8: 20, json: 114, jsonArray: 199, boolArray: 1000, textArray: 1009, int8Array: 1016, numericArray: 1231, numeric: 1700, jsonb: 3802, jsonbArray: 3807 };
+
+const textArray = pg.types.getTypeParser(OID.textArray, 'text') as (value: string) => Array<string | null>;
+const arrayOf =
+  (parse: (value: string) => unknown) =>
+  (value: string): unknown[] =>
+    textArray(value).map((v) => (v === null ? null : parse(v)));
+const asNumber = (value: string): number => Number(value);
+const asText = (value: string): string => value;
+const asBit = (value: string): number => (value === 't' ? 1 : 0);
+
+const textParsers = new Map<number, (value: string) => unknown>([
+  [OID.int8, asNumber],
+  [OID.numeric, asNumber],
+  [OID.json, asText],
+  [OID.jsonb, asText],
+  [OID.bool, asBit],
+  [OID.int8Array, arrayOf(asNumber)],
+  [OID.numericArray, arrayOf(asNumber)],
+  [OID.jsonArray, arrayOf(asText)],
+  [OID.jsonbArray, arrayOf(asText)],
+  [OID.boolArray, arrayOf(asBit)],
+]);
+
+/** The pool's type parsers: SQLite-like values, set on these connections only. */
+const types: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: string) =>
+    (format === undefined || format === 'text' ? textParsers.get(oid) : undefined) ??
+    (pg.types.getTypeParser as (oid: number, format?: string) => unknown)(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+// ---- statements ---------------------------------------------------------------------------------------------------
+
+const MAX_CACHED_TEXTS = 4000;
+const texts = new Map<string, string>();
+
+/** `?` placeholders as `$n`, converted once per text (a bounded cache: compiled filters vary). */
+function pgText(sql: string): string {
+  let text = texts.get(sql);
+  if (text === undefined) {
+    text = positionalParameters(sql);
+    if (texts.size >= MAX_CACHED_TEXTS) texts.delete(texts.keys().next().value!);
+    texts.set(sql, text);
+  }
+  return text;
+}
+
+type Query = (sql: string, params: Params, array?: boolean) => Promise<pg.QueryResult>;
+
+function queryOn(client: pg.ClientBase): Query {
+  return (sql, params, array) =>
+    array
+      ? client.query({ text: pgText(sql), values: params as unknown[], rowMode: 'array' })
+      : client.query({ text: pgText(sql), values: params as unknown[] });
+}
+
+async function pageOn(query: Query, source: string, q: PageQuery): Promise<PageRows> {
+  const from = `FROM ${source} e WHERE ${q.where}`;
+  const counted = await query(`SELECT COUNT(*) AS n ${from}`, q.params, true);
+  const totalCount = Number((counted.rows[0] as unknown[])[0]);
+  if (q.limit === 0 || q.offset >= totalCount) return { rows: [], totalCount };
+  const page = await query(`SELECT e.* ${from} ORDER BY ${q.orderBy} LIMIT ? OFFSET ?`, [...q.params, q.limit < 0 ? null : q.limit, q.offset]);
+  return { rows: page.rows as Row[], totalCount };
+}
+
+/** Runs `work` with a query function: on a pooled connection per call, or on the connection of a transaction. */
+type Exec = <R>(work: (query: Query) => Promise<R>, retryable: boolean) => Promise<R>;
+
+const READ_ONLY_STATEMENT = /^\s*SELECT\b/i;
+
+function sqlOn(exec: Exec, inWrite: boolean): Sql {
+  const retry = (sql: string) => READ_ONLY_STATEMENT.test(sql);
+  return {
+    dialect: postgresDialect,
+    inWrite,
+    get: async <T>(sql: string, params: Params = []) => (await exec((q) => q(sql, params), retry(sql))).rows[0] as T | undefined,
+    all: async <T>(sql: string, params: Params = []) => (await exec((q) => q(sql, params), retry(sql))).rows as T[],
+    value: async <T>(sql: string, params: Params = []) => ((await exec((q) => q(sql, params, true), retry(sql))).rows[0] as unknown[] | undefined)?.[0] as T | undefined,
+    column: async <T>(sql: string, params: Params = []) => ((await exec((q) => q(sql, params, true), retry(sql))).rows as unknown[][]).map((r) => r[0] as T),
+    run: async (sql: string, params: Params = []): Promise<RunResult> => ({ changes: (await exec((q) => q(sql, params), false)).rowCount ?? 0 }),
+    page: (source: string, q: PageQuery) => exec((query) => pageOn(query, source, q), true),
+  };
+}
+
+// ---- the store ----------------------------------------------------------------------------------------------------
+
+/** A FIFO lock held across awaits. */
+function createQueue() {
+  let tail: Promise<void> = Promise.resolve();
+  return {
+    async acquire(): Promise<() => void> {
+      const previous = tail;
+      let release!: () => void;
+      tail = new Promise<void>((resolve) => (release = resolve));
+      await previous;
+      return release;
+    },
+  };
+}
+
+function rateLimitedWarning(): (message: string) => void {
+  let last = 0;
+  let suppressed = 0;
+  return (message) => {
+    const now = Date.now();
+    if (now - last < 10_000) {
+      suppressed++;
+      return;
+    }
+    console.warn(`portcullis: ${message}${suppressed > 0 ? ` (${suppressed} similar suppressed)` : ''}`);
+    last = now;
+    suppressed = 0;
+  };
+}
+
+/**
+ * Opens the store: checks the URL, connects once (credentials, database, server version 14+), and resolves with
+ * the store; rejects with a one-line Error naming host, port, database and user (never the password), leaving no
+ * connection open. Migrations are separate (migrate-postgres.ts).
+ */
+export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+  const location = parsePostgresUrl(url);
+  const connectTimeoutMs = options.connectTimeoutMs ?? location.connectTimeoutMs ?? 2500;
+  const statementTimeoutMs = options.statementTimeoutMs ?? 10_000;
+  const report = options.onError ?? rateLimitedWarning();
+  const clean = (message: string) => scrub(message, location.password);
+
+  // Connecting gives up after connectTimeoutMs; waiting for a free pooled connection, after a statement's time.
+  class TimedClient extends pg.Client {
+    constructor(config?: pg.ClientConfig) {
+      super({ ...config, connectionTimeoutMillis: connectTimeoutMs });
+    }
+  }
+  const pool = new pg.Pool({
+    ...location.config,
+    Client: TimedClient,
+    application_name: options.applicationName ?? location.config.application_name ?? 'portcullis',
+    max: options.max ?? 10,
+    connectionTimeoutMillis: statementTimeoutMs,
+    idleTimeoutMillis: 30_000,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    statement_timeout: statementTimeoutMs,
+    idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 30_000,
+    query_timeout: statementTimeoutMs + 2000,
+    types,
+  });
+  // A pooled connection that fails while idle (server restart, network) is removed by the pool, which then emits
+  // 'error': without a listener that would end the process. One taken out of the pool reports on itself.
+  pool.on('error', (err) => report(`PostgreSQL connection at ${location.where} lost: ${clean(err.message)}`));
+  pool.on('connect', (client) => client.on('error', () => undefined));
+
+  try {
+    const client = await pool.connect();
+    try {
+      const version = Number((await client.query('SHOW server_version_num')).rows[0].server_version_num);
+      if (version < 140000) throw new Error(`PostgreSQL 14 or later is required (the server is ${Math.floor(version / 10000)})`);
+    } finally {
+      client.release();
+    }
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    const e = err instanceof AggregateError && err.errors.length > 0 ? (err.errors[0] as Error) : (err as Error);
+    const code = (e as NodeJS.ErrnoException).code;
+    const reason =
+      code === 'ECONNREFUSED'
+        ? 'connection refused'
+        : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+          ? 'host not found'
+          : /timeout/i.test(e.message ?? '')
+            ? `no answer within ${connectTimeoutMs} ms`
+            : e.message || String(code ?? 'failed');
+    throw new Error(`cannot connect to PostgreSQL at ${location.where}: ${clean(reason)}`);
+  }
+
+  let closed = false;
+  /** Connections that served a call before: one may have died unseen while idle in the pool. */
+  const used = new WeakSet<pg.PoolClient>();
+  /** Bumped each time a connection could not be opened (the server is unreachable). */
+  let outages = 0;
+
+  async function acquire(): Promise<pg.PoolClient> {
+    if (closed) throw storageUnavailable('the store is closed');
+    try {
+      return await pool.connect();
+    } catch (err) {
+      const message = (err as Error).message || 'cannot connect';
+      // Every connection busy for a statement's time is load, not an outage.
+      if (/timeout exceeded when trying to connect/.test(message)) throw storageUnavailable('no free connection in the pool');
+      outages++;
+      throw storageUnavailable(clean(message));
+    }
+  }
+
+  /** Back to the pool, or closed when broken or left inside a transaction. */
+  function giveBack(client: pg.PoolClient, broken: boolean): void {
+    if (!broken && client.getTransactionStatus() !== 'I') broken = true;
+    client.release(broken ? true : undefined);
+  }
+
+  /** One call on a pooled connection; a read that fails on a connection gone stale while idle is tried once more. */
+  const autocommit: Exec = async (work, retryable) => {
+    for (let attempt = 0; ; attempt++) {
+      const client = await acquire();
+      const reused = used.has(client);
+      used.add(client);
+      try {
+        const result = await work(queryOn(client));
+        giveBack(client, false);
+        return result;
+      } catch (err) {
+        const broken = isConnectionBroken(err);
+        giveBack(client, broken);
+        if (broken && reused && retryable && attempt === 0 && !closed) continue;
+        throw storeError(err);
+      }
+    }
+  };
+
+  /** A connection inside a transaction: calls run one after another, the first failure is kept. */
+  async function openTransaction(begin: string, readOnly: boolean) {
+    let client!: pg.PoolClient;
+    for (let attempt = 0; ; attempt++) {
+      client = await acquire();
+      const reused = used.has(client);
+      used.add(client);
+      try {
+        await client.query(begin);
+        break;
+      } catch (err) {
+        const broken = isConnectionBroken(err);
+        if (!broken) await client.query('ROLLBACK').catch(() => undefined);
+        giveBack(client, broken);
+        if (broken && reused && attempt === 0 && !closed) continue;
+        throw storeError(err, readOnly);
+      }
+    }
+    const query = queryOn(client);
+    let tail: Promise<unknown> = Promise.resolve();
+    let ended = false;
+    let broken = false;
+    let failure: unknown;
+
+    function serial<R>(step: () => Promise<R>): Promise<R> {
+      const run = tail.then(step);
+      tail = run.catch(() => undefined);
+      return run;
+    }
+
+    const exec: Exec = (work) => {
+      if (ended) return Promise.reject(new Error('store transaction used after it ended'));
+      return serial(async () => {
+        try {
+          return await work(query);
+        } catch (err) {
+          failure ??= err;
+          if (isConnectionBroken(err)) broken = true;
+          throw storeError(err, readOnly);
+        }
+      });
+    };
+
+    return {
+      sql: sqlOn(exec, !readOnly),
+      /** Commits; throws (after rolling back) when a statement failed inside, even if the work went on. */
+      async commit(): Promise<void> {
+        ended = true;
+        await serial(async () => {
+          if (failure !== undefined || client.getTransactionStatus() === 'E') {
+            const reason = failure instanceof Error ? failure.message : 'a statement failed';
+            throw new Error(`the transaction was rolled back: a statement in it failed (${reason})`, { cause: failure });
+          }
+          let done: pg.QueryResult;
+          try {
+            done = await client.query('COMMIT');
+          } catch (err) {
+            if (isConnectionBroken(err)) broken = true;
+            throw storeError(err, readOnly);
+          }
+          if (done.command === 'ROLLBACK') throw new Error('the transaction was rolled back by the server');
+        });
+      },
+      /** Ends the transaction (ROLLBACK unless committed) and gives the connection back. */
+      async end(): Promise<void> {
+        ended = true;
+        await serial(async () => {
+          if (!broken && client.getTransactionStatus() !== 'I') {
+            try {
+              await client.query('ROLLBACK');
+            } catch {
+              broken = true;
+            }
+          }
+        });
+        giveBack(client, broken);
+      },
+    };
+  }
+
+  const readSql = sqlOn(autocommit, false);
+  const writes = createQueue();
+
+  async function write<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    const seen = outages;
+    const release = await writes.acquire();
+    const hooks: Array<() => void> = [];
+    const rollbacks: Array<() => void> = [];
+    let result: T;
+    try {
+      // A write ahead of this one found the server unreachable while this one waited: fail now, not one
+      // connection timeout later per queued write.
+      if (outages !== seen) throw storageUnavailable(`${location.where} is unreachable`);
+      const t = await openTransaction(BEGIN_WRITE, false);
+      const tx: Tx = { ...t.sql, afterCommit: (fn) => hooks.push(fn), onRollback: (fn) => rollbacks.push(fn) };
+      try {
+        result = await work(tx);
+        await t.commit();
+      } catch (err) {
+        await t.end();
+        for (const fn of rollbacks) fn();
+        throw err;
+      }
+      await t.end();
+    } finally {
+      release();
+    }
+    for (const hook of hooks) hook();
+    return result;
+  }
+
+  async function snapshot<T>(work: (q: Sql) => Promise<T>): Promise<T> {
+    const t = await openTransaction(BEGIN_SNAPSHOT, true);
+    try {
+      return await work(t.sql);
+    } finally {
+      await t.end();
+    }
+  }
+
+  const VERSIONS_SQL = 'SELECT name, version FROM table_versions WHERE name = ANY(?)';
+
+  async function versionsOn(q: Sql, tables: readonly VersionedTable[]): Promise<string> {
+    const rows = await q.all<{ name: string; version: number }>(VERSIONS_SQL, [[...tables]]);
+    const byName = new Map(rows.map((r) => [r.name, r.version]));
+    return tables
+      .map((t) => {
+        const v = byName.get(t);
+        if (v === undefined) throw new Error(`unversioned table among ${tables.join(', ')}`);
+        return String(v);
+      })
+      .join('.');
+  }
+
+  function versions(tables: readonly VersionedTable[]): () => Promise<string> {
+    return () => versionsOn(readSql, tables);
+  }
+
+  function versioned<T>(tables: readonly VersionedTable[], build: (q: Sql) => Promise<T>): (q?: Sql) => Promise<T> {
+    interface Built {
+      at: string;
+      value: T;
+      ticket: number;
+    }
+    let ticket = 0;
+    let kept: Built | undefined;
+    let flight: { ticket: number; promise: Promise<Built> } | undefined;
+    return async (q?: Sql) => {
+      if (q?.inWrite) {
+        // Built from the open transaction's view; its counters may still roll back, so it is not kept.
+        return build(q);
+      }
+      const asked = ++ticket;
+      const at = await versions(tables)();
+      if (kept !== undefined && kept.at === at) return kept.value;
+      // Join a build only if it started after this call did: it then sees every commit this caller has seen.
+      if (flight === undefined || flight.ticket < asked) {
+        const mine = ++ticket;
+        const promise = snapshot(async (s) => ({ at: await versionsOn(s, tables), value: await build(s), ticket: mine }));
+        const current = { ticket: mine, promise };
+        flight = current;
+        const clear = () => {
+          if (flight === current) flight = undefined;
+        };
+        void promise.then(clear, clear);
+      }
+      const fresh = await flight.promise;
+      if (kept === undefined || fresh.ticket > kept.ticket) kept = fresh;
+      return fresh.value;
+    };
+  }
+
+  return {
+    kind: 'postgres',
+    pool,
+    location: location.where,
+    ...readSql,
+    write,
+    snapshot,
+    versions,
+    versioned,
+    durable: () => undefined,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await pool.end();
+    },
+  };
+}
+
+export { isUnavailable };
