@@ -151,11 +151,11 @@ function fabricAccess(access: AccessService, posture: PostureEvaluator): FabricA
     catchUp: async () => {
       await access.catchUp();
     },
-    mayUse(identityId, apiSessionId, serviceId, type) {
+    async mayUse(identityId, apiSessionId, serviceId, type) {
       const perms = access.index.identityServices(identityId).permissions(serviceId);
       if (type === 'Dial' ? !perms.dial : !perms.bind) return false;
       try {
-        posture.assertSessionAllowed(identityId, apiSessionId, serviceId, type);
+        await posture.assertSessionAllowed(identityId, apiSessionId, serviceId, type);
         return true;
       } catch {
         return false;

@@ -191,7 +191,10 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   // Connecting gives up after connectTimeoutMs; waiting for a free pooled connection, after a statement's time.
   class TimedClient extends pg.Client {
     constructor(config?: pg.ClientConfig) {
-      super({ ...config, connectionTimeoutMillis: connectTimeoutMs });
+      // The pool keeps the password as a hidden property, which a spread would drop.
+      const own: pg.ClientConfig = { ...config, connectionTimeoutMillis: connectTimeoutMs };
+      Object.defineProperty(own, 'password', { value: config?.password, enumerable: false });
+      super(own);
     }
   }
   const pool = new pg.Pool({

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase, closeDatabase, type Db } from '../../../src/store/database.ts';
+import { openSqliteStore, type SqliteStore } from '../../../src/store/sqlite-store.ts';
 import { migrate } from '../../../src/store/migrate.ts';
 import { bootstrapRecords } from '../../../src/system/bootstrap.ts';
 import { createChangeFeed, type ChangeFeed } from '../../../src/cluster/change-feed.ts';
@@ -24,7 +24,7 @@ export { Inbox, SimRouter, decodeReceived, type Received } from '../../support/r
 export const silentLog = { info() {}, warn() {}, debug() {} };
 
 export interface Store {
-  db: Db;
+  store: SqliteStore;
   dir: string;
   feed: ChangeFeed;
   access: AccessService;
@@ -34,41 +34,41 @@ export interface Store {
   services: ReturnType<typeof createServiceService>;
   policies: ReturnType<typeof createPolicyService>;
   postureChecks: ReturnType<typeof createPostureCheckService>;
-  close(): void;
+  close(): Promise<void>;
 }
 
 export async function openStore(): Promise<Store> {
   const dir = mkdtempSync(join(tmpdir(), 'portcullis-rdm-'));
-  const db = openDatabase(join(dir, 'portcullis.db'));
-  migrate(db);
-  await bootstrapRecords(db, { username: 'admin', password: 'admin-password' });
-  return storeOn(db, dir);
+  const store = openSqliteStore(join(dir, 'portcullis.db'));
+  migrate(store.db);
+  await bootstrapRecords(store, { username: 'admin', password: 'admin-password' });
+  return storeOn(store, dir);
 }
 
-/** Another process on the same database file (its own connection, feed origin and access index). */
-export function otherProcess(store: Store): Store {
-  return storeOn(openDatabase(join(store.dir, 'portcullis.db')), undefined);
+/** Another process on the same database file (its own store and connections, feed origin and access index). */
+export function otherProcess(store: Store): Promise<Store> {
+  return storeOn(openSqliteStore(join(store.dir, 'portcullis.db')), undefined);
 }
 
-function storeOn(db: Db, dir: string | undefined): Store {
+async function storeOn(store: SqliteStore, dir: string | undefined): Promise<Store> {
   const clock = { now: () => new Date() };
-  const feed = createChangeFeed(db);
-  const access = createAccessService(db, clock, feed);
-  access.load();
-  const configTypes = createConfigTypeService(db, clock);
+  const feed = createChangeFeed(store);
+  const access = createAccessService(store, clock, feed);
+  await access.load();
+  const configTypes = createConfigTypeService(store, clock);
   return {
-    db,
+    store,
     dir: dir ?? '',
     feed,
     access,
-    identities: createIdentityService(db, access, clock),
+    identities: createIdentityService(store, access, clock),
     configTypes,
-    configs: createConfigService(db, access, configTypes, clock),
-    services: createServiceService(db, access, clock),
-    policies: createPolicyService('servicePolicy', servicePolicyResource, db, access, clock),
-    postureChecks: createPostureCheckService(db, access, clock),
-    close() {
-      closeDatabase(db);
+    configs: createConfigService(store, access, configTypes, clock),
+    services: createServiceService(store, access, clock),
+    policies: createPolicyService('servicePolicy', servicePolicyResource, store, access, clock),
+    postureChecks: createPostureCheckService(store, access, clock),
+    async close() {
+      await store.close();
       if (dir) rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -76,22 +76,22 @@ function storeOn(db: Db, dir: string | undefined): Store {
 
 export const HOST_V1 = 'NH5p4FpGR';
 
-export function identity(store: Store, name: string, roleAttributes: string[] = [], extra: Record<string, unknown> = {}): string {
+export function identity(store: Store, name: string, roleAttributes: string[] = [], extra: Record<string, unknown> = {}): Promise<string> {
   return store.identities.create({ name, type: 'Default', isAdmin: false, roleAttributes, ...extra });
 }
 
-export function service(store: Store, name: string, roleAttributes: string[] = [], extra: Record<string, unknown> = {}): string {
+export function service(store: Store, name: string, roleAttributes: string[] = [], extra: Record<string, unknown> = {}): Promise<string> {
   return store.services.create({ name, encryptionRequired: true, roleAttributes, ...extra });
 }
 
-export function policy(store: Store, name: string, type: 'Dial' | 'Bind', identityRoles: string[], serviceRoles: string[], postureCheckRoles: string[] = []): string {
+export function policy(store: Store, name: string, type: 'Dial' | 'Bind', identityRoles: string[], serviceRoles: string[], postureCheckRoles: string[] = []): Promise<string> {
   return store.policies.create({ name, type, semantic: 'AnyOf', identityRoles, serviceRoles, postureCheckRoles });
 }
 
 export function dataModel(store: Store, options: Partial<RouterDataModelOptions> = {}) {
   return createRouterDataModel({
-    db: store.db,
-    access: { catchUp: () => store.access.catchUp(), membership: () => store.access.index },
+    store: store.store,
+    access: { catchUp: () => store.access.catchUp() || undefined, membership: () => store.access.index },
     controllerKeys: [],
     timelineId: 'timeline-1',
     log: silentLog,

@@ -87,49 +87,49 @@ describe('router data model subscriptions', () => {
     return { dm, inbox, router, deliver };
   }
 
-  it('keeps a renewed subscription: nothing is resent, later sets carry the same id', () => {
+  it('keeps a renewed subscription: nothing is resent, later sets carry the same id', async () => {
     const { dm, inbox, router, deliver } = setup();
-    dm.subscribe('r1', inbox.send, req({ subscriptionId: 'sub-a' }));
+    await dm.subscribe('r1', inbox.send, req({ subscriptionId: 'sub-a' }));
     assert.equal(deliver()[0]!.type, 'state');
-    dm.subscribe('r1', inbox.send, req({ subscriptionId: 'sub-a', renew: true, currentIndex: router.index, timelineId: router.timelineId }));
+    await dm.subscribe('r1', inbox.send, req({ subscriptionId: 'sub-a', renew: true, currentIndex: router.index, timelineId: router.timelineId }));
     assert.deepEqual(deliver(), []);
-    identity(store, 'renew-id');
-    dm.poll();
+    await identity(store, 'renew-id');
+    await dm.poll();
     const got = deliver();
     assert.equal(got.length, 1);
     assert.ok(got[0]!.type === 'changes' && got[0]!.subscriptionId === 'sub-a');
   });
 
-  it('sends nothing to an expired subscription and replays what it missed when it is renewed', () => {
+  it('sends nothing to an expired subscription and replays what it missed when it is renewed', async () => {
     const { dm, inbox, router, deliver } = setup();
-    dm.subscribe('r1', inbox.send, req({ subscriptionDurationSeconds: 10 }));
+    await dm.subscribe('r1', inbox.send, req({ subscriptionDurationSeconds: 10 }));
     deliver();
     const before = router.index;
     t += 11_000;
-    identity(store, 'expired-1');
-    dm.poll();
-    identity(store, 'expired-2');
-    dm.poll();
+    await identity(store, 'expired-1');
+    await dm.poll();
+    await identity(store, 'expired-2');
+    await dm.poll();
     assert.deepEqual(deliver(), [], 'nothing while expired');
-    dm.subscribe('r1', inbox.send, req({ renew: true, currentIndex: before, timelineId: 'timeline-1' }));
+    await dm.subscribe('r1', inbox.send, req({ renew: true, currentIndex: before, timelineId: 'timeline-1' }));
     const got = deliver();
     assert.deepEqual(got.map((r) => r.type), ['changes', 'changes']);
     assert.equal(router.gaps, 0);
     assert.equal(router.index, dm.currentIndex());
   });
 
-  it('gives a resubscribing router on our timeline only the change sets after its index', () => {
+  it('gives a resubscribing router on our timeline only the change sets after its index', async () => {
     const { dm, inbox, router, deliver } = setup();
-    dm.subscribe('r1', inbox.send, req());
+    await dm.subscribe('r1', inbox.send, req());
     deliver();
     const at = router.index;
-    identity(store, 'missed-1');
-    dm.poll();
-    dm.routerGone('r1');
-    identity(store, 'missed-2');
-    dm.poll();
+    await identity(store, 'missed-1');
+    await dm.poll();
+    await dm.routerGone('r1');
+    await identity(store, 'missed-2');
+    await dm.poll();
     const again = new Inbox();
-    dm.subscribe('r1', again.send, req({ subscriptionId: 'sub-2', currentIndex: at, timelineId: 'timeline-1' }));
+    await dm.subscribe('r1', again.send, req({ subscriptionId: 'sub-2', currentIndex: at, timelineId: 'timeline-1' }));
     const got = again.take();
     assert.deepEqual(got.map((r) => r.type), ['changes', 'changes']);
     assert.ok(got.every((r) => r.type === 'changes' && r.subscriptionId === 'sub-2'));
@@ -137,43 +137,43 @@ describe('router data model subscriptions', () => {
     assert.equal(router.gaps, 0);
     // Already current: nothing at all.
     const third = new Inbox();
-    dm.subscribe('r1', third.send, req({ subscriptionId: 'sub-3', currentIndex: router.index, timelineId: 'timeline-1' }));
+    await dm.subscribe('r1', third.send, req({ subscriptionId: 'sub-3', currentIndex: router.index, timelineId: 'timeline-1' }));
     assert.deepEqual(third.take(), []);
   });
 
-  it('sends the full state to another timeline, to index 0, to a future index and to one older than the buffer', () => {
+  it('sends the full state to another timeline, to index 0, to a future index and to one older than the buffer', async () => {
     const { dm, inbox } = setup();
-    dm.subscribe('r1', inbox.send, req());
+    await dm.subscribe('r1', inbox.send, req());
     const current = dm.currentIndex()!;
     inbox.take();
     for (const r of [req({ subscriptionId: 'x1', currentIndex: current, timelineId: 'elsewhere' }), req({ subscriptionId: 'x2', currentIndex: 0n, timelineId: 'timeline-1' }), req({ subscriptionId: 'x3', currentIndex: current + 1000n, timelineId: 'timeline-1' }), req({ subscriptionId: 'x4', currentIndex: current - 1n, timelineId: 'timeline-1' })]) {
-      dm.subscribe('r1', inbox.send, r);
+      await dm.subscribe('r1', inbox.send, r);
       const got = inbox.take();
       assert.equal(got.length, 1, r.subscriptionId);
       assert.ok(got[0]!.type === 'state' && got[0]!.subscriptionId === r.subscriptionId && got[0]!.state.endIndex === current);
     }
   });
 
-  it('replays an index another process sent when it falls between our sets, else sends the full state', () => {
-    const other = otherProcess(store);
+  it('replays an index another process sent when it falls between our sets, else sends the full state', async () => {
+    const other = await otherProcess(store);
     try {
       const a = setup(store);
       const b = setup(other);
-      a.dm.subscribe('r1', a.inbox.send, req());
-      b.dm.subscribe('r2', b.inbox.send, req());
+      await a.dm.subscribe('r1', a.inbox.send, req());
+      await b.dm.subscribe('r2', b.inbox.send, req());
       a.deliver();
       b.deliver();
-      identity(store, 'xp-1');
-      a.dm.poll();
+      await identity(store, 'xp-1');
+      await a.dm.poll();
       const afterFirst = a.dm.currentIndex()!;
-      identity(store, 'xp-2');
-      a.dm.poll();
-      b.dm.poll(); // one set for both rows on b
+      await identity(store, 'xp-2');
+      await a.dm.poll();
+      await b.dm.poll(); // one set for both rows on b
       const afterSecond = a.dm.currentIndex()!;
       assert.equal(b.dm.currentIndex(), afterSecond);
 
       const inside = new Inbox();
-      b.dm.subscribe('r3', inside.send, req({ subscriptionId: 's3', currentIndex: afterFirst, timelineId: 'timeline-1' }));
+      await b.dm.subscribe('r3', inside.send, req({ subscriptionId: 's3', currentIndex: afterFirst, timelineId: 'timeline-1' }));
       const full = inside.take();
       assert.deepEqual(full.map((r) => r.type), ['state', 'changes'], 'an index inside one of our sets needs the full state (kept, with the set since)');
       const fromFull = new SimRouter();
@@ -181,48 +181,48 @@ describe('router data model subscriptions', () => {
       assert.equal(fromFull.index, afterSecond);
 
       const between = new Inbox();
-      b.dm.subscribe('r4', between.send, req({ subscriptionId: 's4', currentIndex: afterSecond, timelineId: 'timeline-1' }));
+      await b.dm.subscribe('r4', between.send, req({ subscriptionId: 's4', currentIndex: afterSecond, timelineId: 'timeline-1' }));
       assert.deepEqual(between.take(), [], 'current on both');
 
-      identity(store, 'xp-3');
-      a.dm.poll();
-      b.dm.poll();
+      await identity(store, 'xp-3');
+      await a.dm.poll();
+      await b.dm.poll();
       const late = new Inbox();
       const router = new SimRouter();
-      a.dm.subscribe('r5', late.send, req({ subscriptionId: 's5' }));
+      await a.dm.subscribe('r5', late.send, req({ subscriptionId: 's5' }));
       for (const r of late.take()) router.receive(r);
-      identity(store, 'xp-4');
-      b.dm.poll();
-      b.dm.subscribe('r5', late.send, req({ subscriptionId: 's6', currentIndex: router.index, timelineId: 'timeline-1' }));
+      await identity(store, 'xp-4');
+      await b.dm.poll();
+      await b.dm.subscribe('r5', late.send, req({ subscriptionId: 's6', currentIndex: router.index, timelineId: 'timeline-1' }));
       const got = late.take();
       assert.deepEqual(got.map((r) => r.type), ['changes']);
       for (const r of got) router.receive(r);
       assert.equal(router.gaps, 0);
     } finally {
-      other.close();
+      await other.close();
     }
   });
 
-  it('announces the current index every 30 s when it moved', () => {
+  it('announces the current index every 30 s when it moved', async () => {
     const { dm, inbox } = setup();
-    dm.subscribe('r1', inbox.send, req());
+    await dm.subscribe('r1', inbox.send, req());
     inbox.take();
     t += 31_000;
-    dm.poll();
+    await dm.poll();
     const first = inbox.take();
     assert.deepEqual(first.map((r) => r.type), ['index']);
     assert.ok(first[0]!.type === 'index' && first[0]!.index === dm.currentIndex());
     t += 31_000;
-    dm.poll();
+    await dm.poll();
     assert.deepEqual(inbox.take(), [], 'not moved: not announced');
-    identity(store, 'announce');
-    dm.poll();
+    await identity(store, 'announce');
+    await dm.poll();
     inbox.take();
     t += 10_000;
-    dm.poll();
+    await dm.poll();
     assert.deepEqual(inbox.take(), [], 'not before 30 s');
     t += 21_000;
-    dm.poll();
+    await dm.poll();
     assert.deepEqual(inbox.take().map((r) => r.type), ['index']);
   });
 });
@@ -241,23 +241,23 @@ describe('the kept full state', () => {
     return router;
   }
 
-  it('goes to routers that subscribe after changes with the change sets since it, which bring them to the current model', () => {
+  it('goes to routers that subscribe after changes with the change sets since it, which bring them to the current model', async () => {
     const { log, reads } = recordingLog();
     const dm = dataModel(store, { now, log });
     const first = new Inbox();
-    dm.subscribe('r1', first.send, req());
+    await dm.subscribe('r1', first.send, req());
     const [loaded] = first.take();
     assert.ok(loaded?.type === 'state');
-    const id = identity(store, 'kept-1', ['kept']);
-    dm.poll();
-    const pol = store.policies.create({ name: 'kept-pol', type: 'Dial', semantic: 'AnyOf', identityRoles: ['#kept'], serviceRoles: [] });
-    dm.poll();
-    store.identities.update(id, { name: 'kept-1-renamed' }, 'patch');
-    dm.poll();
+    const id = await identity(store, 'kept-1', ['kept']);
+    await dm.poll();
+    const pol = await store.policies.create({ name: 'kept-pol', type: 'Dial', semantic: 'AnyOf', identityRoles: ['#kept'], serviceRoles: [] });
+    await dm.poll();
+    await store.identities.update(id, { name: 'kept-1-renamed' }, 'patch');
+    await dm.poll();
 
     for (const [routerId, subscriptionId] of [['r2', 'late-1'], ['r3', 'late-2']] as const) {
       const late = new Inbox();
-      dm.subscribe(routerId, late.send, req({ subscriptionId }));
+      await dm.subscribe(routerId, late.send, req({ subscriptionId }));
       const got = late.take();
       assert.deepEqual(got.map((r) => r.type), ['state', 'changes', 'changes', 'changes']);
       assert.ok(got[0]!.type === 'state' && got[0]!.state.endIndex === loaded.state.endIndex, 'the state as it was read');
@@ -268,23 +268,23 @@ describe('the kept full state', () => {
       assert.ok(router.policies.get(pol)!.identities.has(id));
       // A model that reads the store now gives the same.
       const fresh = new Inbox();
-      dataModel(store).subscribe('rx', fresh.send, req());
+      await dataModel(store).subscribe('rx', fresh.send, req());
       assert.deepEqual(router.snapshot(), modelOf(fresh.take()).snapshot());
     }
     assert.equal(reads(), 0, 'the store was not read again for any of them');
   });
 
-  it('is read again, at the current index and once, when the change sets since it outweigh their share of it', () => {
+  it('is read again, at the current index and once, when the change sets since it outweigh their share of it', async () => {
     const { log, reads } = recordingLog();
     const dm = dataModel(store, { now, log, replayShare: 0, replayMinBytes: 0 });
     const first = new Inbox();
-    dm.subscribe('r1', first.send, req());
+    await dm.subscribe('r1', first.send, req());
     first.take();
-    identity(store, 'outweigh-1');
-    dm.poll();
+    await identity(store, 'outweigh-1');
+    await dm.poll();
     for (const routerId of ['r2', 'r3']) {
       const late = new Inbox();
-      dm.subscribe(routerId, late.send, req({ subscriptionId: `sub-${routerId}` }));
+      await dm.subscribe(routerId, late.send, req({ subscriptionId: `sub-${routerId}` }));
       const got = late.take();
       assert.deepEqual(got.map((r) => r.type), ['state']);
       assert.ok(got[0]!.type === 'state' && got[0]!.state.endIndex === dm.currentIndex());
@@ -292,17 +292,17 @@ describe('the kept full state', () => {
     assert.equal(reads(), 1, 'read for the first router that needed it, kept for the next');
   });
 
-  it('keeps its change sets when the replay buffer drops them', () => {
+  it('keeps its change sets when the replay buffer drops them', async () => {
     const dm = dataModel(store, { now, buffer: { maxSets: 1 } });
     const first = new Inbox();
-    dm.subscribe('r1', first.send, req());
+    await dm.subscribe('r1', first.send, req());
     first.take();
-    identity(store, 'evicted-1');
-    dm.poll();
-    identity(store, 'evicted-2');
-    dm.poll();
+    await identity(store, 'evicted-1');
+    await dm.poll();
+    await identity(store, 'evicted-2');
+    await dm.poll();
     const late = new Inbox();
-    dm.subscribe('r2', late.send, req({ subscriptionId: 'sub-evicted' }));
+    await dm.subscribe('r2', late.send, req({ subscriptionId: 'sub-evicted' }));
     const got = late.take();
     assert.deepEqual(got.map((r) => r.type), ['state', 'changes', 'changes']);
     const router = modelOf(got);

@@ -8,7 +8,6 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFullModel, type ModelEvent } from '../../../src/fabric/data-model/full-state.ts';
 import { DataStateAction, PolicyType, ServicePolicyRelatedEntityType, TerminatorPrecedence, type DataStateChangeSet, type DataStateEvent } from '../../../src/fabric/proto/edge-ctrl.ts';
-import { prepare } from '../../../src/store/entity-table.ts';
 import { HOST_V1, Inbox, SimRouter, dataModel, identity, openStore, otherProcess, policy, service, type Received, type Store } from './data-model-fixture.ts';
 
 let store: Store;
@@ -43,28 +42,28 @@ function describeEvents(events: readonly DataStateEvent[]): string[] {
 }
 
 /** A router subscribed to a fresh model, and a helper that polls and returns what it got. */
-function subscribed(s: Store = store) {
+async function subscribed(s: Store = store) {
   const dm = dataModel(s);
   const inbox = new Inbox();
   const router = new SimRouter();
-  dm.subscribe('router-1', inbox.send, SUB);
+  await dm.subscribe('router-1', inbox.send, SUB);
   for (const r of inbox.take()) router.receive(r);
   return {
     dm,
     inbox,
     router,
     /** Polls, applies what came to the simulated router and returns the change sets. */
-    step(): DataStateChangeSet[] {
-      dm.poll();
+    async step(): Promise<DataStateChangeSet[]> {
+      await dm.poll();
       const got = inbox.take();
       for (const r of got) router.receive(r);
       return changeSets(got);
     },
     /** A router that subscribes now (full state) has the same model as this one. */
-    assertInStep(): void {
+    async assertInStep(): Promise<void> {
       const fresh = new Inbox();
       const other = dataModel(s);
-      other.subscribe('router-x', fresh.send, SUB);
+      await other.subscribe('router-x', fresh.send, SUB);
       const r = new SimRouter();
       for (const m of fresh.take()) r.receive(m);
       assert.deepEqual(router.snapshot(), r.snapshot());
@@ -73,32 +72,32 @@ function subscribed(s: Store = store) {
 }
 
 describe('router data model: full state', () => {
-  it('holds every kind of entity with the fields routers use, in upstream order', () => {
-    const configType = store.configTypes.create({ name: 'rdm-type-a', schema: {} });
-    const config = store.configs.create({ name: 'rdm-host-a', configTypeId: HOST_V1, data: { protocol: 'tcp', address: '127.0.0.1', port: 8080 } });
-    const svc = service(store, 'rdm-svc-a', ['web'], { configs: [config] });
-    const plain = service(store, 'rdm-svc-plain', [], { encryptionRequired: false });
-    const alice = identity(store, 'rdm-alice', ['staff'], {
+  it('holds every kind of entity with the fields routers use, in upstream order', async () => {
+    const configType = await store.configTypes.create({ name: 'rdm-type-a', schema: {} });
+    const config = await store.configs.create({ name: 'rdm-host-a', configTypeId: HOST_V1, data: { protocol: 'tcp', address: '127.0.0.1', port: 8080 } });
+    const svc = await service(store, 'rdm-svc-a', ['web'], { configs: [config] });
+    const plain = await service(store, 'rdm-svc-plain', [], { encryptionRequired: false });
+    const alice = await identity(store, 'rdm-alice', ['staff'], {
       appData: { team: 'blue' },
       defaultHostingCost: 7,
       defaultHostingPrecedence: 'required',
       serviceHostingCosts: { [svc]: 3 },
       serviceHostingPrecedences: { [svc]: 'failed' },
     });
-    prepare(store.db, 'INSERT INTO identity_service_configs (identity_id, service_id, config_type_id, config_id) VALUES (?, ?, ?, ?)').run(alice, svc, HOST_V1, config);
-    prepare(store.db, 'UPDATE identities SET disabled_at = ? WHERE id = ?').run(new Date().toISOString(), alice);
-    const mac = store.postureChecks.create({ name: 'rdm-mac', typeId: 'MAC', macAddresses: ['00:11:22:33:44:55'], roleAttributes: ['pc'] });
-    const os = store.postureChecks.create({ name: 'rdm-os', typeId: 'OS', operatingSystems: [{ type: 'Linux', versions: ['>=5.0.0'] }] });
-    const proc = store.postureChecks.create({ name: 'rdm-proc', typeId: 'PROCESS', process: { osType: 'Linux', path: '/bin/x', hashes: ['ab'] } });
-    const multi = store.postureChecks.create({ name: 'rdm-multi', typeId: 'PROCESS_MULTI', semantic: 'AnyOf', processes: [{ osType: 'Windows', path: 'C:\\x.exe', signerFingerprints: ['ff'] }] });
-    const domain = store.postureChecks.create({ name: 'rdm-domain', typeId: 'DOMAIN', domains: ['corp'] });
-    const mfa = store.postureChecks.create({ name: 'rdm-mfa', typeId: 'MFA', timeoutSeconds: 60, promptOnWake: true });
-    const dial = policy(store, 'rdm-dial-a', 'Dial', ['#staff'], ['#web'], ['#pc']);
-    const bind = policy(store, 'rdm-bind-a', 'Bind', [`@${alice}`], [`@${svc}`, `@${plain}`]);
-    const empty = policy(store, 'rdm-empty', 'Dial', [], ['#nothing']);
+    await store.store.write((tx) => tx.run('INSERT INTO identity_service_configs (identity_id, service_id, config_type_id, config_id) VALUES (?, ?, ?, ?)', [alice, svc, HOST_V1, config]));
+    await store.store.write((tx) => tx.run('UPDATE identities SET disabled_at = ? WHERE id = ?', [new Date().toISOString(), alice]));
+    const mac = await store.postureChecks.create({ name: 'rdm-mac', typeId: 'MAC', macAddresses: ['00:11:22:33:44:55'], roleAttributes: ['pc'] });
+    const os = await store.postureChecks.create({ name: 'rdm-os', typeId: 'OS', operatingSystems: [{ type: 'Linux', versions: ['>=5.0.0'] }] });
+    const proc = await store.postureChecks.create({ name: 'rdm-proc', typeId: 'PROCESS', process: { osType: 'Linux', path: '/bin/x', hashes: ['ab'] } });
+    const multi = await store.postureChecks.create({ name: 'rdm-multi', typeId: 'PROCESS_MULTI', semantic: 'AnyOf', processes: [{ osType: 'Windows', path: 'C:\\x.exe', signerFingerprints: ['ff'] }] });
+    const domain = await store.postureChecks.create({ name: 'rdm-domain', typeId: 'DOMAIN', domains: ['corp'] });
+    const mfa = await store.postureChecks.create({ name: 'rdm-mfa', typeId: 'MFA', timeoutSeconds: 60, promptOnWake: true });
+    const dial = await policy(store, 'rdm-dial-a', 'Dial', ['#staff'], ['#web'], ['#pc']);
+    const bind = await policy(store, 'rdm-bind-a', 'Bind', [`@${alice}`], [`@${svc}`, `@${plain}`]);
+    const empty = await policy(store, 'rdm-empty', 'Dial', [], ['#nothing']);
 
     const key: ModelEvent = { action: DataStateAction.Create, isSynthetic: true, publicKey: { kid: 'controller-key', data: Buffer.from([1]) } };
-    const { events } = readFullModel(store.db, store.access.index, [key]);
+    const { events } = await readFullModel(store.store, store.access.index, [key]);
 
     // Upstream's order: kinds in blocks, each policy followed by its members, public keys last.
     const kinds = events.map(kindOf);
@@ -153,35 +152,35 @@ describe('router data model: full state', () => {
     assert.ok(keys.every((x) => x.isSynthetic));
   });
 
-  it('is sent as the DataState a new subscription gets: end index, timeline and subscription id', () => {
+  it('is sent as the DataState a new subscription gets: end index, timeline and subscription id', async () => {
     const dm = dataModel(store);
     const inbox = new Inbox();
-    dm.subscribe('router-a', inbox.send, { ...SUB, subscriptionId: 'sub-a' });
+    await dm.subscribe('router-a', inbox.send, { ...SUB, subscriptionId: 'sub-a' });
     const [got] = inbox.take();
     assert.ok(got?.type === 'state');
     assert.equal(got.subscriptionId, 'sub-a');
     assert.equal(got.state.timelineId, 'timeline-1');
-    const head = prepare(store.db, 'SELECT MAX(seq) FROM change_feed').pluck().get() as number;
+    const head = (await store.store.value<number>('SELECT MAX(seq) FROM change_feed'))!;
     assert.equal(got.state.endIndex, BigInt(head));
     assert.equal(dm.currentIndex(), BigInt(head));
   });
 });
 
 describe('router data model: change sets', () => {
-  it('sends creates in dependency order, with the members they bring, indexed by the feed', () => {
-    const r = subscribed();
+  it('sends creates in dependency order, with the members they bring, indexed by the feed', async () => {
+    const r = await subscribed();
     const start = r.router.index;
-    const configType = store.configTypes.create({ name: 'cs-type', schema: {} });
-    const config = store.configs.create({ name: 'cs-config', configTypeId: configType, data: { a: 1 } });
-    const svc = service(store, 'cs-svc', ['cs'], { configs: [config] });
-    const id = identity(store, 'cs-id', ['cs']);
-    const pc = store.postureChecks.create({ name: 'cs-pc', typeId: 'DOMAIN', domains: ['x'], roleAttributes: ['cs'] });
-    const pol = policy(store, 'cs-pol', 'Dial', ['#cs'], ['#cs'], ['#cs']);
-    const sets = r.step();
+    const configType = await store.configTypes.create({ name: 'cs-type', schema: {} });
+    const config = await store.configs.create({ name: 'cs-config', configTypeId: configType, data: { a: 1 } });
+    const svc = await service(store, 'cs-svc', ['cs'], { configs: [config] });
+    const id = await identity(store, 'cs-id', ['cs']);
+    const pc = await store.postureChecks.create({ name: 'cs-pc', typeId: 'DOMAIN', domains: ['x'], roleAttributes: ['cs'] });
+    const pol = await policy(store, 'cs-pol', 'Dial', ['#cs'], ['#cs'], ['#cs']);
+    const sets = await r.step();
     assert.equal(sets.length, 1, 'one poll, one change set');
     const [set] = sets;
     assert.equal(set!.previousIndex, start);
-    assert.equal(set!.index, BigInt(prepare(store.db, "SELECT MAX(seq) FROM change_feed WHERE kind = 'servicePolicy'").pluck().get() as number));
+    assert.equal(set!.index, BigInt((await store.store.value<number>("SELECT MAX(seq) FROM change_feed WHERE kind = 'servicePolicy'"))!));
     assert.deepEqual(describeEvents(set!.changes), [
       `Create configType ${configType}`,
       `Create config ${config}`,
@@ -193,86 +192,86 @@ describe('router data model: change sets', () => {
       `+postureCheck ${pol} [${pc}]`,
       `+identity ${pol} [${id}]`,
     ]);
-    r.assertInStep();
+    await r.assertInStep();
   });
 
-  it('sends updates of every kind, and nothing for writes routers do not see', () => {
-    const r = subscribed();
-    const svc = service(store, 'up-svc');
-    const id = identity(store, 'up-id');
-    const config = store.configs.create({ name: 'up-config', configTypeId: HOST_V1, data: { protocol: 'tcp', address: 'a', port: 1 } });
-    const pc = store.postureChecks.create({ name: 'up-pc', typeId: 'MAC', macAddresses: ['001122334455'] });
-    const pol = policy(store, 'up-pol', 'Dial', [], []);
-    r.step();
+  it('sends updates of every kind, and nothing for writes routers do not see', async () => {
+    const r = await subscribed();
+    const svc = await service(store, 'up-svc');
+    const id = await identity(store, 'up-id');
+    const config = await store.configs.create({ name: 'up-config', configTypeId: HOST_V1, data: { protocol: 'tcp', address: 'a', port: 1 } });
+    const pc = await store.postureChecks.create({ name: 'up-pc', typeId: 'MAC', macAddresses: ['001122334455'] });
+    const pol = await policy(store, 'up-pol', 'Dial', [], []);
+    await r.step();
 
-    store.identities.update(id, { appData: { x: 1 }, defaultHostingCost: 9 }, 'patch');
-    assert.deepEqual(describeEvents(r.step()[0]!.changes), [`Update identity ${id}`]);
+    await store.identities.update(id, { appData: { x: 1 }, defaultHostingCost: 9 }, 'patch');
+    assert.deepEqual(describeEvents((await r.step())[0]!.changes), [`Update identity ${id}`]);
     assert.deepEqual(JSON.parse(Buffer.from((r.router.identities.get(id) as { appDataJson: Uint8Array }).appDataJson).toString()), { x: 1 });
 
-    prepare(store.db, 'UPDATE identities SET disabled_at = ? WHERE id = ?').run(new Date().toISOString(), id);
-    const [disabled] = r.step();
+    await store.store.write((tx) => tx.run('UPDATE identities SET disabled_at = ? WHERE id = ?', [new Date().toISOString(), id]));
+    const [disabled] = await r.step();
     assert.equal(disabled!.changes[0]!.identity!.disabled, true);
 
-    prepare(store.db, 'INSERT INTO identity_service_configs (identity_id, service_id, config_type_id, config_id) VALUES (?, ?, ?, ?)').run(id, svc, HOST_V1, config);
-    assert.deepEqual(r.step()[0]!.changes[0]!.identity!.serviceConfigs, { [svc]: { configs: { [HOST_V1]: config } } });
+    await store.store.write((tx) => tx.run('INSERT INTO identity_service_configs (identity_id, service_id, config_type_id, config_id) VALUES (?, ?, ?, ?)', [id, svc, HOST_V1, config]));
+    assert.deepEqual((await r.step())[0]!.changes[0]!.identity!.serviceConfigs, { [svc]: { configs: { [HOST_V1]: config } } });
 
-    store.services.update(svc, { configs: [config] }, 'patch');
-    assert.deepEqual(describeEvents(r.step()[0]!.changes), [`Update service ${svc}`]);
+    await store.services.update(svc, { configs: [config] }, 'patch');
+    assert.deepEqual(describeEvents((await r.step())[0]!.changes), [`Update service ${svc}`]);
     assert.deepEqual((r.router.services.get(svc) as { configs: string[] }).configs, [config]);
 
-    store.configs.update(config, { data: { protocol: 'tcp', address: 'b', port: 2 } }, 'patch');
-    assert.deepEqual(describeEvents(r.step()[0]!.changes), [`Update config ${config}`]);
+    await store.configs.update(config, { data: { protocol: 'tcp', address: 'b', port: 2 } }, 'patch');
+    assert.deepEqual(describeEvents((await r.step())[0]!.changes), [`Update config ${config}`]);
 
-    store.postureChecks.update(pc, { macAddresses: ['aabbccddeeff'] }, 'patch');
-    assert.deepEqual(describeEvents(r.step()[0]!.changes), [`Update postureCheck ${pc}`]);
+    await store.postureChecks.update(pc, { macAddresses: ['aabbccddeeff'] }, 'patch');
+    assert.deepEqual(describeEvents((await r.step())[0]!.changes), [`Update postureCheck ${pc}`]);
 
-    store.policies.update(pol, { name: 'up-pol-renamed' }, 'patch');
-    assert.deepEqual(describeEvents(r.step()[0]!.changes), [`Update servicePolicy ${pol}`]);
+    await store.policies.update(pol, { name: 'up-pol-renamed' }, 'patch');
+    assert.deepEqual(describeEvents((await r.step())[0]!.changes), [`Update servicePolicy ${pol}`]);
 
     // Writes routers do not see add no change set.
-    prepare(store.db, 'UPDATE identities SET sdk_info = ?, updated_at = ? WHERE id = ?').run('{"v":1}', new Date().toISOString(), id);
-    prepare(store.db, 'UPDATE services SET max_idle_time_millis = 5 WHERE id = ?').run(svc);
-    assert.deepEqual(r.step(), []);
-    r.assertInStep();
+    await store.store.write((tx) => tx.run('UPDATE identities SET sdk_info = ?, updated_at = ? WHERE id = ?', ['{"v":1}', new Date().toISOString(), id]));
+    await store.store.write((tx) => tx.run('UPDATE services SET max_idle_time_millis = 5 WHERE id = ?', [svc]));
+    assert.deepEqual(await r.step(), []);
+    await r.assertInStep();
   });
 
-  it('adds and removes members when roles of identities, services, posture checks or the policy change', () => {
-    const r = subscribed();
-    const alice = identity(store, 'mem-alice', ['mem-a']);
-    const bob = identity(store, 'mem-bob');
-    const svc = service(store, 'mem-svc', ['mem-s']);
-    const pc = store.postureChecks.create({ name: 'mem-pc', typeId: 'DOMAIN', domains: ['d'] });
-    const pol = policy(store, 'mem-pol', 'Bind', ['#mem-a'], ['#mem-s'], ['#mem-p']);
-    r.step();
+  it('adds and removes members when roles of identities, services, posture checks or the policy change', async () => {
+    const r = await subscribed();
+    const alice = await identity(store, 'mem-alice', ['mem-a']);
+    const bob = await identity(store, 'mem-bob');
+    const svc = await service(store, 'mem-svc', ['mem-s']);
+    const pc = await store.postureChecks.create({ name: 'mem-pc', typeId: 'DOMAIN', domains: ['d'] });
+    const pol = await policy(store, 'mem-pol', 'Bind', ['#mem-a'], ['#mem-s'], ['#mem-p']);
+    await r.step();
     assert.deepEqual([...r.router.policies.get(pol)!.identities], [alice]);
 
-    store.identities.update(bob, { roleAttributes: ['mem-a'] }, 'patch');
-    assert.deepEqual(describeEvents(r.step()[0]!.changes), [`Update identity ${bob}`, `+identity ${pol} [${bob}]`]);
+    await store.identities.update(bob, { roleAttributes: ['mem-a'] }, 'patch');
+    assert.deepEqual(describeEvents((await r.step())[0]!.changes), [`Update identity ${bob}`, `+identity ${pol} [${bob}]`]);
 
-    store.identities.update(alice, { roleAttributes: [] }, 'patch');
-    assert.deepEqual(describeEvents(r.step()[0]!.changes), [`Update identity ${alice}`, `-identity ${pol} [${alice}]`]);
+    await store.identities.update(alice, { roleAttributes: [] }, 'patch');
+    assert.deepEqual(describeEvents((await r.step())[0]!.changes), [`Update identity ${alice}`, `-identity ${pol} [${alice}]`]);
 
-    store.postureChecks.update(pc, { roleAttributes: ['mem-p'] }, 'patch');
-    assert.deepEqual(describeEvents(r.step()[0]!.changes), [`Update postureCheck ${pc}`, `+postureCheck ${pol} [${pc}]`]);
+    await store.postureChecks.update(pc, { roleAttributes: ['mem-p'] }, 'patch');
+    assert.deepEqual(describeEvents((await r.step())[0]!.changes), [`Update postureCheck ${pc}`, `+postureCheck ${pol} [${pc}]`]);
 
-    store.services.update(svc, { roleAttributes: [] }, 'patch');
-    assert.deepEqual(describeEvents(r.step()[0]!.changes), [`Update service ${svc}`, `-service ${pol} [${svc}]`]);
+    await store.services.update(svc, { roleAttributes: [] }, 'patch');
+    assert.deepEqual(describeEvents((await r.step())[0]!.changes), [`Update service ${svc}`, `-service ${pol} [${svc}]`]);
 
-    store.policies.update(pol, { serviceRoles: [`@${svc}`], identityRoles: [`@${alice}`] }, 'patch');
-    assert.deepEqual(describeEvents(r.step()[0]!.changes), [`Update servicePolicy ${pol}`, `-identity ${pol} [${bob}]`, `+service ${pol} [${svc}]`, `+identity ${pol} [${alice}]`]);
+    await store.policies.update(pol, { serviceRoles: [`@${svc}`], identityRoles: [`@${alice}`] }, 'patch');
+    assert.deepEqual(describeEvents((await r.step())[0]!.changes), [`Update servicePolicy ${pol}`, `-identity ${pol} [${bob}]`, `+service ${pol} [${svc}]`, `+identity ${pol} [${alice}]`]);
 
-    store.policies.update(pol, { type: 'Dial' }, 'patch');
-    const [typed] = r.step();
+    await store.policies.update(pol, { type: 'Dial' }, 'patch');
+    const [typed] = await r.step();
     assert.equal(typed!.changes[0]!.servicePolicy!.policyType, PolicyType.Dial);
-    r.assertInStep();
+    await r.assertInStep();
   });
 
-  it('compares a policy\'s members only in the role lists whose roles or semantic a write changed', () => {
-    const alice = identity(store, 'cmp-alice', ['cmp-a']);
-    const bob = identity(store, 'cmp-bob', ['cmp-b']);
-    const svc = service(store, 'cmp-svc', ['cmp-s']);
-    const everyone = policy(store, 'cmp-all', 'Dial', ['#all'], ['#cmp-s']);
-    const pol = policy(store, 'cmp-pol', 'Dial', ['#cmp-a'], ['#cmp-s']);
+  it('compares a policy\'s members only in the role lists whose roles or semantic a write changed', async () => {
+    const alice = await identity(store, 'cmp-alice', ['cmp-a']);
+    const bob = await identity(store, 'cmp-bob', ['cmp-b']);
+    const svc = await service(store, 'cmp-svc', ['cmp-s']);
+    const everyone = await policy(store, 'cmp-all', 'Dial', ['#all'], ['#cmp-s']);
+    const pol = await policy(store, 'cmp-pol', 'Dial', ['#cmp-a'], ['#cmp-s']);
     // The access index, counting which policies' members the data model looks at.
     const looked = new Map<string, string[]>();
     const membership = {
@@ -281,68 +280,68 @@ describe('router data model: change sets', () => {
         return store.access.index.membersOf(policyId, field);
       },
     };
-    const dm = dataModel(store, { access: { catchUp: () => store.access.catchUp(), membership: () => membership } });
+    const dm = dataModel(store, { access: { catchUp: () => store.access.catchUp() || undefined, membership: () => membership } });
     const inbox = new Inbox();
     const router = new SimRouter();
-    const step = () => {
+    const step = async () => {
       looked.clear();
-      dm.poll();
+      await dm.poll();
       const got = inbox.take();
       for (const r of got) router.receive(r);
       return changeSets(got);
     };
-    dm.subscribe('router-cmp', inbox.send, SUB);
+    await dm.subscribe('router-cmp', inbox.send, SUB);
     for (const r of inbox.take()) router.receive(r);
     try {
-      store.policies.update(everyone, { name: 'cmp-all-renamed' }, 'patch');
-      assert.deepEqual(describeEvents(step()[0]!.changes), [`Update servicePolicy ${everyone}`]);
+      await store.policies.update(everyone, { name: 'cmp-all-renamed' }, 'patch');
+      assert.deepEqual(describeEvents((await step())[0]!.changes), [`Update servicePolicy ${everyone}`]);
       assert.equal(looked.get(everyone), undefined, 'a rename looks at no member of the #all policy');
 
-      store.policies.update(pol, { name: 'cmp-pol-renamed', type: 'Bind' }, 'patch');
-      assert.deepEqual(describeEvents(step()[0]!.changes), [`Update servicePolicy ${pol}`]);
+      await store.policies.update(pol, { name: 'cmp-pol-renamed', type: 'Bind' }, 'patch');
+      assert.deepEqual(describeEvents((await step())[0]!.changes), [`Update servicePolicy ${pol}`]);
       assert.equal(looked.get(pol), undefined, 'nor does a change of type');
 
-      store.policies.update(pol, { identityRoles: ['#cmp-b'] }, 'patch');
-      assert.deepEqual(describeEvents(step()[0]!.changes), [`Update servicePolicy ${pol}`, `-identity ${pol} [${alice}]`, `+identity ${pol} [${bob}]`]);
+      await store.policies.update(pol, { identityRoles: ['#cmp-b'] }, 'patch');
+      assert.deepEqual(describeEvents((await step())[0]!.changes), [`Update servicePolicy ${pol}`, `-identity ${pol} [${alice}]`, `+identity ${pol} [${bob}]`]);
       assert.deepEqual(looked.get(pol), ['identityRoles'], 'only the role list that changed');
 
-      store.policies.update(pol, { semantic: 'AllOf', identityRoles: ['#cmp-a', '#cmp-b'] }, 'patch');
-      assert.deepEqual(describeEvents(step()[0]!.changes), [`Update servicePolicy ${pol}`, `-identity ${pol} [${bob}]`]);
+      await store.policies.update(pol, { semantic: 'AllOf', identityRoles: ['#cmp-a', '#cmp-b'] }, 'patch');
+      assert.deepEqual(describeEvents((await step())[0]!.changes), [`Update servicePolicy ${pol}`, `-identity ${pol} [${bob}]`]);
       assert.deepEqual(looked.get(pol), ['serviceRoles', 'postureCheckRoles', 'identityRoles'], 'the semantic decides every list');
 
       // Entities that change in the same batch as a rename still move.
-      store.identities.update(alice, { roleAttributes: ['cmp-a', 'cmp-b'] }, 'patch');
-      store.policies.update(pol, { name: 'cmp-pol-again' }, 'patch');
-      store.services.update(svc, { roleAttributes: [] }, 'patch');
-      const mixed = describeEvents(step()[0]!.changes);
+      await store.identities.update(alice, { roleAttributes: ['cmp-a', 'cmp-b'] }, 'patch');
+      await store.policies.update(pol, { name: 'cmp-pol-again' }, 'patch');
+      await store.services.update(svc, { roleAttributes: [] }, 'patch');
+      const mixed = describeEvents((await step())[0]!.changes);
       assert.deepEqual(mixed.slice(0, 3), [`Update identity ${alice}`, `Update service ${svc}`, `Update servicePolicy ${pol}`]);
       assert.deepEqual(mixed.slice(3).sort(), [`+identity ${pol} [${alice}]`, `-service ${everyone} [${svc}]`, `-service ${pol} [${svc}]`].sort());
       const fresh = new Inbox();
-      dataModel(store).subscribe('router-cmp-fresh', fresh.send, SUB);
+      await dataModel(store).subscribe('router-cmp-fresh', fresh.send, SUB);
       const other = new SimRouter();
       for (const r of fresh.take()) other.receive(r);
       assert.deepEqual(router.snapshot(), other.snapshot());
     } finally {
       // What later tests look at stays as they expect it.
-      for (const p of [everyone, pol]) store.policies.remove(p);
-      for (const i of [alice, bob]) store.identities.remove(i);
-      store.services.remove(svc);
+      for (const p of [everyone, pol]) await store.policies.remove(p);
+      for (const i of [alice, bob]) await store.identities.remove(i);
+      await store.services.remove(svc);
     }
   });
 
-  it('takes deleted entities out of their policies before deleting them, and deletes in reverse dependency order', () => {
-    const r = subscribed();
-    const config = store.configs.create({ name: 'del-config', configTypeId: HOST_V1, data: { protocol: 'tcp', address: 'a', port: 1 } });
-    const svc = service(store, 'del-svc', ['del'], { configs: [config] });
-    const id = identity(store, 'del-id', ['del']);
-    prepare(store.db, 'INSERT INTO identity_service_configs (identity_id, service_id, config_type_id, config_id) VALUES (?, ?, ?, ?)').run(id, svc, HOST_V1, config);
-    const pc = store.postureChecks.create({ name: 'del-pc', typeId: 'DOMAIN', domains: ['d'], roleAttributes: ['del'] });
-    const pol = policy(store, 'del-pol', 'Dial', ['#del'], ['#del'], ['#del']);
-    const byId = policy(store, 'del-pol-ids', 'Bind', [`@${id}`], [`@${svc}`]);
-    r.step();
+  it('takes deleted entities out of their policies before deleting them, and deletes in reverse dependency order', async () => {
+    const r = await subscribed();
+    const config = await store.configs.create({ name: 'del-config', configTypeId: HOST_V1, data: { protocol: 'tcp', address: 'a', port: 1 } });
+    const svc = await service(store, 'del-svc', ['del'], { configs: [config] });
+    const id = await identity(store, 'del-id', ['del']);
+    await store.store.write((tx) => tx.run('INSERT INTO identity_service_configs (identity_id, service_id, config_type_id, config_id) VALUES (?, ?, ?, ?)', [id, svc, HOST_V1, config]));
+    const pc = await store.postureChecks.create({ name: 'del-pc', typeId: 'DOMAIN', domains: ['d'], roleAttributes: ['del'] });
+    const pol = await policy(store, 'del-pol', 'Dial', ['#del'], ['#del'], ['#del']);
+    const byId = await policy(store, 'del-pol-ids', 'Bind', [`@${id}`], [`@${svc}`]);
+    await r.step();
 
-    store.identities.remove(id);
-    assert.deepEqual(describeEvents(r.step()[0]!.changes), [
+    await store.identities.remove(id);
+    assert.deepEqual(describeEvents((await r.step())[0]!.changes), [
       `Update servicePolicy ${byId}`,
       `-identity ${pol} [${id}]`,
       `-identity ${byId} [${id}]`,
@@ -350,32 +349,32 @@ describe('router data model: change sets', () => {
     ]);
 
     // A deleted config leaves the services and overrides using it: those updates come before its delete.
-    store.configs.remove(config);
-    assert.deepEqual(describeEvents(r.step()[0]!.changes), [`Update service ${svc}`, `Delete config ${config}`]);
+    await store.configs.remove(config);
+    assert.deepEqual(describeEvents((await r.step())[0]!.changes), [`Update service ${svc}`, `Delete config ${config}`]);
 
-    store.postureChecks.remove(pc);
-    assert.deepEqual(describeEvents(r.step()[0]!.changes), [`-postureCheck ${pol} [${pc}]`, `Delete postureCheck ${pc}`]);
+    await store.postureChecks.remove(pc);
+    assert.deepEqual(describeEvents((await r.step())[0]!.changes), [`-postureCheck ${pol} [${pc}]`, `Delete postureCheck ${pc}`]);
 
-    store.services.remove(svc);
-    assert.deepEqual(describeEvents(r.step()[0]!.changes), [`Update servicePolicy ${byId}`, `-service ${pol} [${svc}]`, `-service ${byId} [${svc}]`, `Delete service ${svc}`]);
+    await store.services.remove(svc);
+    assert.deepEqual(describeEvents((await r.step())[0]!.changes), [`Update servicePolicy ${byId}`, `-service ${pol} [${svc}]`, `-service ${byId} [${svc}]`, `Delete service ${svc}`]);
 
-    store.policies.remove(pol);
-    assert.deepEqual(describeEvents(r.step()[0]!.changes), [`Delete servicePolicy ${pol}`]);
+    await store.policies.remove(pol);
+    assert.deepEqual(describeEvents((await r.step())[0]!.changes), [`Delete servicePolicy ${pol}`]);
 
-    const ct = store.configTypes.create({ name: 'del-type', schema: {} });
-    r.step();
-    store.configTypes.remove(ct);
-    assert.deepEqual(describeEvents(r.step()[0]!.changes), [`Delete configType ${ct}`]);
-    r.assertInStep();
+    const ct = await store.configTypes.create({ name: 'del-type', schema: {} });
+    await r.step();
+    await store.configTypes.remove(ct);
+    assert.deepEqual(describeEvents((await r.step())[0]!.changes), [`Delete configType ${ct}`]);
+    await r.assertInStep();
   });
 
-  it('chains indexes: each set names the one before, strictly increasing, the first names the full state', () => {
-    const r = subscribed();
+  it('chains indexes: each set names the one before, strictly increasing, the first names the full state', async () => {
+    const r = await subscribed();
     const indexes = [r.router.index];
     for (let i = 0; i < 5; i++) {
-      identity(store, `chain-${i}`);
-      prepare(store.db, "INSERT INTO change_feed (kind, entity_id, op, origin, created_at) VALUES ('apiSession', 'x', 'set', '', '2026-01-01T00:00:00.000Z')").run();
-      const [set] = r.step();
+      await identity(store, `chain-${i}`);
+      await store.store.write((tx) => tx.run("INSERT INTO change_feed (kind, entity_id, op, origin, created_at) VALUES ('apiSession', 'x', 'set', '', '2026-01-01T00:00:00.000Z')"));
+      const [set] = await r.step();
       assert.equal(set!.previousIndex, indexes[indexes.length - 1]);
       assert.ok(set!.index > set!.previousIndex);
       indexes.push(set!.index);
@@ -384,29 +383,29 @@ describe('router data model: change sets', () => {
     assert.equal(r.dm.currentIndex(), indexes[indexes.length - 1]);
   });
 
-  it('follows writes another process makes (its access rows and the store triggers)', () => {
-    const r = subscribed();
-    const other = otherProcess(store);
+  it('follows writes another process makes (its access rows and the store triggers)', async () => {
+    const r = await subscribed();
+    const other = await otherProcess(store);
     try {
-      const svc = service(other, 'op-svc', ['op']);
-      const id = identity(other, 'op-id', ['op']);
-      const pol = policy(other, 'op-pol', 'Dial', ['#op'], ['#op']);
-      r.step();
+      const svc = await service(other, 'op-svc', ['op']);
+      const id = await identity(other, 'op-id', ['op']);
+      const pol = await policy(other, 'op-pol', 'Dial', ['#op'], ['#op']);
+      await r.step();
       assert.deepEqual([...r.router.policies.get(pol)!.identities], [id]);
-      other.identities.update(id, { roleAttributes: [] }, 'patch');
-      other.identities.update(id, { name: 'op-id-renamed' }, 'patch');
-      assert.deepEqual(describeEvents(r.step()[0]!.changes), [`Update identity ${id}`, `-identity ${pol} [${id}]`]);
+      await other.identities.update(id, { roleAttributes: [] }, 'patch');
+      await other.identities.update(id, { name: 'op-id-renamed' }, 'patch');
+      assert.deepEqual(describeEvents((await r.step())[0]!.changes), [`Update identity ${id}`, `-identity ${pol} [${id}]`]);
       assert.equal((r.router.identities.get(id) as { name: string }).name, 'op-id-renamed');
-      other.services.remove(svc);
-      r.step();
-      r.assertInStep();
+      await other.services.remove(svc);
+      await r.step();
+      await r.assertInStep();
     } finally {
-      other.close();
+      await other.close();
     }
   });
 
-  it('ends up where a fresh full state is after a mixed run of writes', () => {
-    const r = subscribed();
+  it('ends up where a fresh full state is after a mixed run of writes', async () => {
+    const r = await subscribed();
     const ids: string[] = [];
     const svcs: string[] = [];
     const pols: string[] = [];
@@ -414,26 +413,26 @@ describe('router data model: change sets', () => {
     const rnd = (n: number) => (seed = (seed * 1103515245 + 12345) % 2147483648) % n;
     for (let i = 0; i < 60; i++) {
       const op = rnd(8);
-      if (op === 0 || ids.length < 2) ids.push(identity(store, `mix-id-${i}`, rnd(2) ? ['mix-a'] : ['mix-b']));
-      else if (op === 1 || svcs.length < 2) svcs.push(service(store, `mix-svc-${i}`, rnd(2) ? ['mix-a'] : []));
-      else if (op === 2 || pols.length < 2) pols.push(policy(store, `mix-pol-${i}`, rnd(2) ? 'Dial' : 'Bind', rnd(2) ? ['#mix-a'] : [`@${ids[rnd(ids.length)]}`], rnd(2) ? ['#mix-a'] : ['#all']));
-      else if (op === 3) store.identities.update(ids[rnd(ids.length)]!, { roleAttributes: rnd(2) ? ['mix-a'] : ['mix-b'] }, 'patch');
-      else if (op === 4 && ids.length > 2) store.identities.remove(ids.splice(rnd(ids.length), 1)[0]!);
-      else if (op === 5 && svcs.length > 2) store.services.remove(svcs.splice(rnd(svcs.length), 1)[0]!);
-      else if (op === 6 && pols.length > 2) store.policies.remove(pols.splice(rnd(pols.length), 1)[0]!);
-      else store.policies.update(pols[rnd(pols.length)]!, { identityRoles: rnd(2) ? ['#mix-b'] : ['#all'] }, 'patch');
-      if (rnd(3) === 0) r.step();
+      if (op === 0 || ids.length < 2) ids.push(await identity(store, `mix-id-${i}`, rnd(2) ? ['mix-a'] : ['mix-b']));
+      else if (op === 1 || svcs.length < 2) svcs.push(await service(store, `mix-svc-${i}`, rnd(2) ? ['mix-a'] : []));
+      else if (op === 2 || pols.length < 2) pols.push(await policy(store, `mix-pol-${i}`, rnd(2) ? 'Dial' : 'Bind', rnd(2) ? ['#mix-a'] : [`@${ids[rnd(ids.length)]}`], rnd(2) ? ['#mix-a'] : ['#all']));
+      else if (op === 3) await store.identities.update(ids[rnd(ids.length)]!, { roleAttributes: rnd(2) ? ['mix-a'] : ['mix-b'] }, 'patch');
+      else if (op === 4 && ids.length > 2) await store.identities.remove(ids.splice(rnd(ids.length), 1)[0]!);
+      else if (op === 5 && svcs.length > 2) await store.services.remove(svcs.splice(rnd(svcs.length), 1)[0]!);
+      else if (op === 6 && pols.length > 2) await store.policies.remove(pols.splice(rnd(pols.length), 1)[0]!);
+      else await store.policies.update(pols[rnd(pols.length)]!, { identityRoles: rnd(2) ? ['#mix-b'] : ['#all'] }, 'patch');
+      if (rnd(3) === 0) await r.step();
     }
-    r.step();
+    await r.step();
     assert.equal(r.router.gaps, 0);
-    r.assertInStep();
+    await r.assertInStep();
   });
 
-  it('loads the model again and sends the full state when the access index is rebuilt', () => {
-    const r = subscribed();
-    identity(store, 'reload-id');
-    store.feed.append({ db: store.db, afterCommit() {}, onRollback() {} }, 'all', '*', 'reload');
-    r.dm.poll();
+  it('loads the model again and sends the full state when the access index is rebuilt', async () => {
+    const r = await subscribed();
+    await identity(store, 'reload-id');
+    await store.store.write((tx) => store.feed.append(tx, 'all', '*', 'reload'));
+    await r.dm.poll();
     const got = r.inbox.take();
     assert.equal(got.length, 1);
     assert.equal(got[0]!.type, 'state');
