@@ -9,6 +9,22 @@ import { displayProperties, nameField, roleListField, roleSetSymbol, semanticFie
 /** The spec's `dialBind` enum: `Invalid` passes the schema and is refused by the service (field `policyType`). */
 export const DialBind = Type.Unsafe<'Dial' | 'Bind' | 'Invalid'>({ type: 'string', enum: ['Dial', 'Bind', 'Invalid'] });
 
+/**
+ * The members a service policy's roles match, as rows (policy_id, member), in SQL: on SQLite the access index
+ * serves them (tables `pc_service_policy_*`, registered by the access service); PostgreSQL computes them with
+ * upstream's rule (src/access/access-index.ts `matches`): `#all` and `@id` always match, then AllOf / AnyOf over the
+ * `#attribute` roles.
+ */
+function membersSql(field: string, entities: string, attributes: string, owner: string): string {
+  const roles = `FROM policy_roles r WHERE r.policy_id = p.id AND r.field = '${field}'`;
+  const attributeRole = `r.role LIKE '#%' AND r.role <> '#all'`;
+  const held = `EXISTS (SELECT 1 FROM ${attributes} a WHERE a.${owner} = m.id AND '#' || a.attribute = r.role)`;
+  return `(SELECT p.id AS policy_id, m.id AS member FROM service_policies p CROSS JOIN ${entities} m WHERE
+    EXISTS (SELECT 1 ${roles} AND (r.role = '#all' OR r.role = '@' || m.id))
+    OR (p.semantic = 'AllOf' AND EXISTS (SELECT 1 ${roles} AND ${attributeRole}) AND NOT EXISTS (SELECT 1 ${roles} AND ${attributeRole} AND NOT ${held}))
+    OR (p.semantic <> 'AllOf' AND EXISTS (SELECT 1 ${roles} AND ${attributeRole} AND ${held})))`;
+}
+
 export const servicePolicyResource = defineResource({
   entityType: 'service-policies',
   singular: 'servicePolicy',
@@ -27,8 +43,8 @@ export const servicePolicyResource = defineResource({
   nestedLinks: ['services', 'identities', 'posture-checks'],
   extraSymbols: {
     // What the policy's role lists match now, from the access index (see registerMembershipTables).
-    identities: { kind: 'set', elementType: 'string', table: 'pc_service_policy_identities', ownerColumn: 'policy_id', valueColumn: 'member' },
-    services: { kind: 'set', elementType: 'string', table: 'pc_service_policy_services', ownerColumn: 'policy_id', valueColumn: 'member' },
+    identities: { kind: 'set', elementType: 'string', table: 'pc_service_policy_identities', postgresTable: membersSql('identityRoles', 'identities', 'identity_role_attributes', 'identity_id'), ownerColumn: 'policy_id', valueColumn: 'member' },
+    services: { kind: 'set', elementType: 'string', table: 'pc_service_policy_services', postgresTable: membersSql('serviceRoles', 'services', 'service_role_attributes', 'service_id'), ownerColumn: 'policy_id', valueColumn: 'member' },
     // Upstream filters the policy type as a number: 1 = Dial, 2 = Bind.
     type: { kind: 'scalar', type: 'int', sql: "(CASE e.policy_type WHEN 'Dial' THEN 1 WHEN 'Bind' THEN 2 END)" },
     identityRoles: roleSetSymbol('identityRoles'),
