@@ -234,13 +234,15 @@ async function withController(serverKeyType, body) {
   const adminUser = 'admin';
   const adminPassword = `Interop-${Math.random().toString(36).slice(2)}-Pw1!`;
   const url = `https://127.0.0.1:${port}`;
+  // With a PostgreSQL server given (PORTCULLIS_TEST_DATABASE_URL), the controller runs on a fresh database there.
+  const database = await createDatabase();
 
   const controller = spawn(
     process.execPath,
     [controllerEntry, '--data-dir', join(dataDir, 'data'), '--address', '127.0.0.1', '--port', String(port),
       '--advertise', '127.0.0.1', '--server-key-type', serverKeyType, '--admin-user', adminUser, '--admin-password', adminPassword,
       '--log-level', process.env.PORTCULLIS_INTEROP_LOG_LEVEL ?? 'warn'],
-    { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORTCULLIS_API_SESSION_TIMEOUT_SECONDS: '1800' } },
+    { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORTCULLIS_API_SESSION_TIMEOUT_SECONDS: '1800', ...database?.env } },
   );
   let controllerOutput = '';
   const keep = (chunk) => {
@@ -312,6 +314,7 @@ async function withController(serverKeyType, body) {
       PORTCULLIS_ADMIN_PASSWORD: adminPassword,
       PORTCULLIS_CA_FILE: caFile,
       PORTCULLIS_DATA_DIR: join(dataDir, 'data'),
+      ...database?.env,
     };
     console.log(`test:interop: Portcullis on ${url} (data ${dataDir})`);
     exitCode = await body(env);
@@ -325,8 +328,39 @@ async function withController(serverKeyType, body) {
       if (tail.trim()) console.error(`--- controller output (last lines) ---\n${tail}`);
     }
     rmSync(dataDir, { recursive: true, force: true });
+    await database?.drop();
   }
   return exitCode;
+}
+
+/** A fresh database on the PostgreSQL server of PORTCULLIS_TEST_DATABASE_URL (none without it). */
+async function createDatabase() {
+  const server = process.env.PORTCULLIS_TEST_DATABASE_URL;
+  if (!server) return undefined;
+  const { default: pg } = await import('pg');
+  const name = `interop_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  const admin = new pg.Client({ connectionString: server });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  console.log(`test:interop: the controller's store is PostgreSQL (database ${name})`);
+  return {
+    env: { PORTCULLIS_DATABASE_URL: url.toString() },
+    async drop() {
+      const client = new pg.Client({ connectionString: server });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
 }
 
 let exitCode = 0;

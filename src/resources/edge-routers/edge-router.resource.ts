@@ -33,7 +33,7 @@ const NullableDateTime = Type.Unsafe<string | null>({ type: ['string', 'null'], 
 export const NullInterfaces = Type.Unsafe<unknown[] | null>({ type: ['array', 'null'], items: { type: 'object', additionalProperties: true } });
 
 /** Filter symbols upstream computes from live router state: whether the router's control channel is up. */
-const CONNECTED_SQL = 'EXISTS (SELECT 1 FROM router_connections c WHERE c.router_id = e.id)';
+const CONNECTED_SQL = '(CASE WHEN EXISTS (SELECT 1 FROM router_connections c WHERE c.router_id = e.id) THEN 1 ELSE 0 END)';
 const liveStateSymbols = {
   connected: { kind: 'scalar' as const, type: 'bool' as const, sql: CONNECTED_SQL, sortable: false },
   online: { kind: 'scalar' as const, type: 'bool' as const, sql: CONNECTED_SQL, sortable: false },

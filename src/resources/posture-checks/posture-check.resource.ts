@@ -78,8 +78,8 @@ export const postureCheckResource = defineResource({
     ignoreLegacyEndpoints: { ...detailField(Type.Boolean(), Type.Boolean()), empty: 'omit' },
   },
   extraSymbols: {
-    promptOnWake: { kind: 'scalar', type: 'bool', sql: "json_extract(e.details, '$.promptOnWake')" },
-    promptOnUnlock: { kind: 'scalar', type: 'bool', sql: "json_extract(e.details, '$.promptOnUnlock')" },
+    promptOnWake: { kind: 'scalar', type: 'bool', sql: "json_extract(e.details, '$.promptOnWake')", postgresSql: "(CASE e.details -> 'promptOnWake' WHEN 'true'::jsonb THEN 1 WHEN 'false'::jsonb THEN 0 END)" },
+    promptOnUnlock: { kind: 'scalar', type: 'bool', sql: "json_extract(e.details, '$.promptOnUnlock')", postgresSql: "(CASE e.details -> 'promptOnUnlock' WHEN 'true'::jsonb THEN 1 WHEN 'false'::jsonb THEN 0 END)" },
   },
   attributes: { field: 'roleAttributes', table: 'posture_check_role_attributes', ownerColumn: 'posture_check_id', valueColumn: 'attribute' },
 });

@@ -42,6 +42,6 @@ export const fabricRouterResource = defineResource({
   },
   nestedLinks: ['terminators'],
   extraSymbols: {
-    connected: { kind: 'scalar', type: 'bool', sql: 'EXISTS (SELECT 1 FROM router_connections c WHERE c.router_id = e.id)', sortable: false },
+    connected: { kind: 'scalar', type: 'bool', sql: '(CASE WHEN EXISTS (SELECT 1 FROM router_connections c WHERE c.router_id = e.id) THEN 1 ELSE 0 END)', sortable: false },
   },
 });

@@ -24,13 +24,35 @@ const adminPassword = `Restart-${Math.random().toString(36).slice(2)}-Pw1!`;
 let port = 0;
 let controllerProcess: ChildProcess | undefined;
 let controllerLog = '';
+/** Its own database when the suites run on PostgreSQL (never the database of the suite's shared controller). */
+let database: { url: string; drop(): Promise<void> } | undefined;
+
+async function createDatabase(): Promise<typeof database> {
+  const server = process.env.PORTCULLIS_TEST_DATABASE_URL;
+  if (!server) return undefined;
+  const { default: pg } = await import('pg');
+  const name = `restart_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  const run = async (sql: string) => {
+    const client = new pg.Client({ connectionString: server });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await run(`CREATE DATABASE ${name}`);
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
 
 function startController(): ChildProcess {
   const child = spawn(
     process.execPath,
     ['dist/main.js', '--data-dir', join(dataDir, 'data'), '--address', '127.0.0.1', '--port', String(port),
       '--advertise', '127.0.0.1', '--admin-user', 'admin', '--admin-password', adminPassword, '--log-level', 'info'],
-    { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORTCULLIS_DATABASE_URL: database?.url ?? '' } },
   );
   const keep = (chunk: Buffer) => {
     controllerLog = (controllerLog + chunk.toString()).slice(-200_000);
@@ -80,6 +102,7 @@ const suite = routerSuite({
   // A controller of its own, started before the suite's setup logs in to it.
   setup: async () => {
     port = await freePort();
+    database = await createDatabase();
     startController();
     await waitControllerReady();
     process.env.PORTCULLIS_URL = `https://127.0.0.1:${port}`;
@@ -91,6 +114,7 @@ const suite = routerSuite({
   onEnd: async () => {
     await stopController('SIGTERM');
     rmSync(dataDir, { recursive: true, force: true });
+    await database?.drop();
   },
 });
 before(async () => {
