@@ -622,8 +622,16 @@ export function startProcess(name: string, command: string, args: string[], opts
   };
   child.stdout?.setEncoding('utf8');
   child.stderr?.setEncoding('utf8');
+  // Output that arrives after the suite removed its work directory (a process flushing as it is stopped) is dropped.
+  const keepLog = (chunk: string): void => {
+    try {
+      appendFileSync(logFile, chunk);
+    } catch {
+      // the log directory is gone: the suite has ended
+    }
+  };
   child.stdout?.on('data', (chunk: string) => {
-    appendFileSync(logFile, chunk);
+    keepLog(chunk);
     pending += chunk;
     const parts = pending.split('\n');
     pending = parts.pop() ?? '';
@@ -631,7 +639,7 @@ export function startProcess(name: string, command: string, args: string[], opts
     if (parts.length) wake();
   });
   child.stderr?.on('data', (chunk: string) => {
-    appendFileSync(logFile, chunk);
+    keepLog(chunk);
     errText += chunk;
     if (errText.length > 2_000_000) errText = errText.slice(-1_000_000);
   });
@@ -643,7 +651,7 @@ export function startProcess(name: string, command: string, args: string[], opts
     exit = { code, signal };
     live.delete(child);
     removeAgentSocket(pid);
-    appendFileSync(logFile, `===== exited ${JSON.stringify(exit)}\n`);
+    keepLog(`===== exited ${JSON.stringify(exit)}\n`);
     wake();
   });
 
