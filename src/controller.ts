@@ -312,8 +312,12 @@ export async function startController(config: Config, options: StartOptions = {}
       resolveSession: (token, req) => auth.resolveCaller(token, req.headers),
       instanceId,
       serverHeader: `portcullis/${portcullisVersion}`,
-      onRequest: (_req, reply) => {
+      onRequest: (req, reply) => {
         if (options.workerId !== undefined) reply.header('x-portcullis-worker', options.workerId);
+        // Management and fabric reads see every write acknowledged before them, whichever process made it: where
+        // the store learns of other processes' commits by notice (PostgreSQL), they check the store itself. The
+        // client API's hot reads may lag a commit by the notice's delay.
+        if (store.markStale && !req.url.startsWith(clientPath)) store.markStale();
         // Read-your-writes across workers: apply what other processes committed before answering.
         return access.catchUp() || undefined;
       },

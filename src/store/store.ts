@@ -95,6 +95,12 @@ export interface Store extends Sql {
    * store has none, and readers of the change feed then ask the table itself.
    */
   readonly commitMark?: () => unknown;
+  /**
+   * Everything read through the commit mark is checked against the store again at its next read (a request that must
+   * see every commit acknowledged anywhere before it, even one whose notice has not arrived); absent where the mark is
+   * exact (SQLite).
+   */
+  readonly markStale?: () => void;
   /** Undefined when nothing written since the last flush began; else settles once what was written is durable. */
   durable(): Promise<void> | undefined;
   close(): Promise<void>;

@@ -44,6 +44,11 @@ export interface PostgresStoreOptions {
   applicationName?: string;
   /** Connection problems seen outside any call (a pooled connection lost); rate-limited warnings on stderr by default. */
   onError?: (message: string) => void;
+  /**
+   * Values read through the commit mark (`versions`, `versioned`, the change feed's probe) are checked again at least
+   * this often even without a notification (default 1000 ms), and this often while the listening connection is down.
+   */
+  markPollMs?: number;
 }
 
 export interface PostgresStore extends Store {
@@ -53,6 +58,9 @@ export interface PostgresStore extends Store {
   /** `host:port/database as user`, for logs (never the password). */
   readonly location: string;
 }
+
+/** The channel every write notifies at its commit (`pg_notify` is delivered on commit, never on rollback). */
+const COMMIT_CHANNEL = 'portcullis_commits';
 
 /** Key of the transaction-scoped advisory lock every write takes (ASCII "pcwrite!"). */
 export const WRITE_LOCK_KEY = '8098447888221496609';
@@ -366,6 +374,50 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   const readSql = sqlOn(autocommit, false);
   const writes = createQueue();
 
+  /**
+   * The commit mark: moves at every commit of any process on this database, as this process learns of it (its own
+   * at once, others' by LISTEN/NOTIFY), and at least every `markPollMs` anyway, so a lost notification delays a
+   * cache by at most that; while the listening connection is down, values are checked at every tick instead.
+   */
+  let mark = 0;
+  let listener: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const markPollMs = options.markPollMs ?? 1000;
+  const poll = setInterval(() => {
+    mark += 1;
+  }, markPollMs);
+  poll.unref();
+
+  function listen(): void {
+    if (closed) return;
+    const client = new TimedClient({ ...location.config, application_name: `${options.applicationName ?? 'portcullis'}-listen`, types } as pg.ClientConfig);
+    const lost = () => {
+      if (listener !== client) return;
+      listener = undefined;
+      mark += 1;
+      client.end().catch(() => undefined);
+      if (!closed) {
+        retry = setTimeout(listen, markPollMs);
+        retry.unref();
+      }
+    };
+    listener = client;
+    client.on('error', lost);
+    client.on('end', lost);
+    client.on('notification', () => {
+      mark += 1;
+    });
+    client
+      .connect()
+      .then(() => client.query(`LISTEN ${COMMIT_CHANNEL}`))
+      .then(() => {
+        // Commits made while nobody listened are caught by the values checking again now.
+        mark += 1;
+      })
+      .catch(lost);
+  }
+  listen();
+
   async function write<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     const seen = outages;
     const release = await writes.acquire();
@@ -380,7 +432,11 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       const tx: Tx = { ...t.sql, afterCommit: (fn) => hooks.push(fn), onRollback: (fn) => rollbacks.push(fn) };
       try {
         result = await work(tx);
+        // Every listening process (this one included) learns of the commit when it happens.
+        // (A transaction a failed statement aborted refuses it too; the commit then reports that first failure.)
+        await t.sql.run(`SELECT pg_notify('${COMMIT_CHANNEL}', '')`).catch(() => undefined);
         await t.commit();
+        mark += 1;
       } catch (err) {
         await t.end();
         for (const fn of rollbacks) fn();
@@ -417,8 +473,19 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       .join('.');
   }
 
+  /**
+   * The counters, read again only when the commit mark moved since the last reading: while no process has
+   * committed, asking costs no round trip.
+   */
   function versions(tables: readonly VersionedTable[]): () => Promise<string> {
-    return () => versionsOn(readSql, tables);
+    let last: { mark: number; value: string } | undefined;
+    return async () => {
+      const at = mark;
+      if (last !== undefined && last.mark === at) return last.value;
+      const value = await versionsOn(readSql, tables);
+      last = { mark: at, value };
+      return value;
+    };
   }
 
   function versioned<T>(tables: readonly VersionedTable[], build: (q: Sql) => Promise<T>): (q?: Sql) => Promise<T> {
@@ -429,6 +496,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     }
     let ticket = 0;
     let kept: Built | undefined;
+    const version = versions(tables);
     let flight: { ticket: number; promise: Promise<Built> } | undefined;
     return async (q?: Sql) => {
       if (q?.inWrite) {
@@ -436,7 +504,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
         return build(q);
       }
       const asked = ++ticket;
-      const at = await versions(tables)();
+      const at = await version();
       if (kept !== undefined && kept.at === at) return kept.value;
       // Join a build only if it started after this call did: it then sees every commit this caller has seen.
       if (flight === undefined || flight.ticket < asked) {
@@ -464,10 +532,17 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     snapshot,
     versions,
     versioned,
+    commitMark: () => mark,
+    markStale: () => {
+      mark += 1;
+    },
     durable: () => undefined,
     async close() {
       if (closed) return;
       closed = true;
+      clearInterval(poll);
+      if (retry) clearTimeout(retry);
+      await listener?.end().catch(() => undefined);
       await pool.end();
     },
   };
