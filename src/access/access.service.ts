@@ -421,10 +421,29 @@ export function createAccessService(store: Store, clock: Clock, feed?: ChangeFee
     await touch(tx, withIndex(tx, (ix) => ix.identitiesOfService(serviceId)));
   }
 
+  /** Marks read since the store's commit mark last moved (service-updates is asked by every SDK, often). */
+  const knownMarks = new Map<string, string | undefined>();
+  let knownAt: unknown;
+  const MAX_KNOWN_MARKS = 100_000;
+
   /** When the identity's visible services last changed, if ever recorded. */
   async function lastChangeAt(identityId: string): Promise<string | undefined> {
-    const row = await store.get<{ changed_at: string }>('SELECT changed_at FROM identity_service_marks WHERE identity_id = ?', [identityId]);
-    return row?.changed_at;
+    const read = async () =>
+      (await store.get<{ changed_at: string }>('SELECT changed_at FROM identity_service_marks WHERE identity_id = ?', [identityId]))?.changed_at;
+    if (!store.commitMark) return read();
+    const at = store.commitMark();
+    if (at !== knownAt) {
+      knownMarks.clear();
+      knownAt = at;
+    }
+    if (knownMarks.has(identityId)) return knownMarks.get(identityId);
+    const value = await read();
+    // Kept only when nobody committed meanwhile: the value is then the one the mark names.
+    if (store.commitMark() === at) {
+      if (knownMarks.size >= MAX_KNOWN_MARKS) knownMarks.clear();
+      knownMarks.set(identityId, value);
+    }
+    return value;
   }
 
   /**

@@ -72,11 +72,16 @@ export function createSessionEventReader(store: Store) {
   // Whoever polls first sees a failure; until then it is not an unhandled rejection.
   start.catch(() => undefined);
   let position: number | undefined;
+  /** The store's commit mark at the last poll that read: while it stands, nobody committed and nothing is read. */
+  let polledAt: unknown;
 
   /** Everything since the last call (one call at a time: the caller serializes them with `skip`). */
   async function poll(): Promise<SessionEvents> {
     const out: SessionEvents = { events: [], missed: false };
     position ??= await start;
+    const at = store.commitMark?.();
+    if (at !== undefined && at === polledAt) return out;
+    polledAt = at;
     const trimmed = await store.value<number>('SELECT trimmed_through FROM change_feed_trim WHERE id = 1');
     if (trimmed !== undefined && trimmed > position) {
       out.missed = true;
@@ -98,6 +103,7 @@ export function createSessionEventReader(store: Store) {
 
   /** Passes over everything up to the head unread (no router would get it). */
   async function skip(): Promise<void> {
+    polledAt = undefined;
     position = await feedHead(store);
   }
 

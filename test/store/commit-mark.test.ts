@@ -85,13 +85,33 @@ describe('the commit mark on PostgreSQL', () => {
     await until(async () => (await count()) === before + 1, 2000);
   });
 
-  it('follows a commit that sent no notification within the polling period', async () => {
+  it('while its listening connection is gone, sees commits within the polling period, and listens again', async () => {
     const count = b.versioned(['services'], async (q) => Number(await q.value('SELECT COUNT(*) FROM services')));
     const before = await count();
+    // The server ends every listening session (as a restart or a network cut would).
+    await a.pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'portcullis-listen' AND datname = current_database()");
+    await new Promise((r) => setTimeout(r, 50));
     // Written around the store's write (no notice); the triggers still move the counter.
     await a.pool.query("INSERT INTO services (id, name, created_at, updated_at) VALUES ('quiet', 'quiet', $1, $1)", [T0]);
-    const took = await until(async () => (await count()) === before + 1, 2000);
+    const took = await until(async () => (await count()) === before + 1, 3000);
     assert.ok(took <= 1500, `seen after ${Math.round(took)} ms`);
+    // Listening again: a notified commit is seen well before a poll period.
+    await until(async () => Number((await a.pool.query("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE application_name = 'portcullis-listen' AND datname = current_database()")).rows[0].n) === 2, 5000);
+    await new Promise((r) => setTimeout(r, 450));
+    const seen = b.commitMark!();
+    await addService(a);
+    const delay = await until(() => b.commitMark!() !== seen, 2000);
+    assert.ok(delay < 200, `notified after ${Math.round(delay)} ms`);
+  });
+
+  it('without a notice and with the listener up, a commit waits for the next notice (notices are exact)', async () => {
+    const count = b.versioned(['services'], async (q) => Number(await q.value('SELECT COUNT(*) FROM services')));
+    const before = await count();
+    await a.pool.query("INSERT INTO services (id, name, created_at, updated_at) VALUES ('silent', 'silent', $1, $1)", [T0]);
+    await new Promise((r) => setTimeout(r, 900));
+    assert.equal(await count(), before, 'no round trip was made to notice it');
+    await addService(a);
+    await until(async () => (await count()) === before + 2, 2000);
   });
 
   it('measures the delay from a commit in one process to the mark of another (p50/p99)', async () => {

@@ -45,8 +45,9 @@ export interface PostgresStoreOptions {
   /** Connection problems seen outside any call (a pooled connection lost); rate-limited warnings on stderr by default. */
   onError?: (message: string) => void;
   /**
-   * Values read through the commit mark (`versions`, `versioned`, the change feed's probe) are checked again at least
-   * this often even without a notification (default 1000 ms), and this often while the listening connection is down.
+   * While the listening connection is down, values read through the commit mark (`versions`, `versioned`, the
+   * change feed's probe) are checked again this often (default 1000 ms); while it is up, it is asked every ten
+   * periods whether it still answers.
    */
   markPollMs?: number;
 }
@@ -376,24 +377,42 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
 
   /**
    * The commit mark: moves at every commit of any process on this database, as this process learns of it (its own
-   * at once, others' by LISTEN/NOTIFY), and at least every `markPollMs` anyway, so a lost notification delays a
-   * cache by at most that; while the listening connection is down, values are checked at every tick instead.
+   * at once, others' by LISTEN/NOTIFY, which PostgreSQL delivers on commit, in commit order, to every listening
+   * session). While the listening connection is down (and once when it is back) the mark moves every `markPollMs`:
+   * values are then checked against the store that often, the polling fallback.
    */
   let mark = 0;
   let listener: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
   const markPollMs = options.markPollMs ?? 1000;
+  let listening = false;
+  let probing = false;
+  let ticks = 0;
   const poll = setInterval(() => {
-    mark += 1;
+    if (!listening) {
+      mark += 1;
+      return;
+    }
+    // While listening, notices are exact; the connection is asked now and then whether it still lives (a half-open
+    // TCP connection delivers nothing and reports nothing).
+    ticks += 1;
+    if (ticks % 10 !== 0 || probing || !listener) return;
+    const client = listener;
+    probing = true;
+    client
+      .query('SELECT 1')
+      .catch(() => client.emit('error', new Error('the listening connection stopped answering')))
+      .finally(() => (probing = false));
   }, markPollMs);
   poll.unref();
 
   function listen(): void {
     if (closed) return;
-    const client = new TimedClient({ ...location.config, application_name: `${options.applicationName ?? 'portcullis'}-listen`, types } as pg.ClientConfig);
+    const client = new TimedClient({ ...location.config, application_name: `${options.applicationName ?? 'portcullis'}-listen`, keepAlive: true, types } as pg.ClientConfig);
     const lost = () => {
       if (listener !== client) return;
       listener = undefined;
+      listening = false;
       mark += 1;
       client.end().catch(() => undefined);
       if (!closed) {
@@ -412,6 +431,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       .then(() => client.query(`LISTEN ${COMMIT_CHANNEL}`))
       .then(() => {
         // Commits made while nobody listened are caught by the values checking again now.
+        if (listener === client) listening = true;
         mark += 1;
       })
       .catch(lost);
