@@ -399,7 +399,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     if (ticks % 10 !== 0 || probing || !listener) return;
     const client = listener;
     probing = true;
-    client
+    void client
       .query('SELECT 1')
       .catch(() => client.emit('error', new Error('the listening connection stopped answering')))
       .finally(() => (probing = false));
