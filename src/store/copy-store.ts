@@ -16,6 +16,9 @@ export interface CopyReport {
   schemaVersion: number;
 }
 
+/** Tables kept by the target's triggers (change counters, change feed) while the others are copied. */
+const TRIGGER_KEPT = ['table_versions', 'change_feed', 'change_feed_trim'];
+
 /** Rows per INSERT statement (PostgreSQL binds at most 65535 parameters in one). */
 const BATCH_PARAMETERS = 30_000;
 
@@ -60,6 +63,16 @@ function convert(value: unknown): unknown {
 }
 
 /**
+ * What went wrong, on one line: the driver's own message for a store fault (a STORAGE_UNAVAILABLE error keeps it as
+ * `reason`; its message speaks of a controller's disk), else the error's message.
+ */
+function reasonOf(err: unknown): string {
+  const reason = (err as { reason?: unknown } | undefined)?.reason;
+  const text = typeof reason === 'string' ? reason : err instanceof Error ? err.message : String(err);
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/**
  * Copies `source` (a SQLite connection; the controller using it must be stopped) into `target` (an empty
  * PostgreSQL store). `migrateTarget` creates the target's schema; it is called only once the target was found empty.
  */
@@ -81,49 +94,50 @@ export async function copySqliteToStore(
   if (targetVersion !== version) throw new Error(`schema versions differ: SQLite ${version}, PostgreSQL ${targetVersion}`);
 
   const order = copyOrder(source).filter((t) => t !== 'schema_migrations');
+  // Tables the target's triggers write while the other tables are copied: copied last, after what the triggers added
+  // is removed (copied in turn, the source's change-feed rows would collide with the ones the triggers numbered).
+  const kept = TRIGGER_KEPT.filter((t) => order.includes(t));
   const report: CopyReport = { tables: [], schemaVersion: version };
+
+  async function copyTable(tx: Tx, table: string): Promise<void> {
+    const columns = await targetColumns(tx, table);
+    if (columns.size === 0) throw new Error(`table ${table} is missing on PostgreSQL`);
+    const sourceColumns = source.prepare('SELECT name FROM pragma_table_info(?)').pluck().all(table) as string[];
+    for (const c of sourceColumns) if (!columns.has(c)) throw new Error(`column ${table}.${c} is missing on PostgreSQL`);
+    const batch = Math.max(1, Math.floor(BATCH_PARAMETERS / sourceColumns.length));
+    const names = sourceColumns.map((c) => `"${c}"`).join(', ');
+    const rowMarks = `(${sourceColumns.map(() => '?').join(', ')})`;
+    const rows = source.prepare(`SELECT ${names} FROM "${table}"`).raw(true).iterate() as IterableIterator<unknown[]>;
+    let pending: unknown[][] = [];
+    let count = 0;
+    const flush = async () => {
+      if (pending.length === 0) return;
+      try {
+        await tx.run(`INSERT INTO "${table}" (${names}) VALUES ${pending.map(() => rowMarks).join(', ')}`, pending.flat().map(convert));
+      } catch (err) {
+        throw new Error(`rows of ${table}: ${reasonOf(err)}`, { cause: err });
+      }
+      count += pending.length;
+      pending = [];
+    };
+    for (const row of rows) {
+      pending.push(row);
+      if (pending.length >= batch) await flush();
+    }
+    await flush();
+    report.tables.push({ table, rows: count });
+    progress(table, count);
+  }
+
   source.exec('BEGIN');
   try {
     await target.write(async (tx) => {
       // Children first: the rows the migrations seeded (and any a trigger adds) give way to the source's.
-      for (const table of [...order].reverse()) await tx.run(`DELETE FROM ${table}`);
-      for (const table of order) {
-        const columns = await targetColumns(tx, table);
-        if (columns.size === 0) throw new Error(`table ${table} is missing on PostgreSQL`);
-        const sourceColumns = (source.prepare('SELECT name FROM pragma_table_info(?)').pluck().all(table) as string[]).filter((c) => {
-          if (!columns.has(c)) throw new Error(`column ${table}.${c} is missing on PostgreSQL`);
-          return true;
-        });
-        const perRow = sourceColumns.length;
-        const batch = Math.max(1, Math.floor(BATCH_PARAMETERS / perRow));
-        const rowMarks = `(${sourceColumns.map(() => '?').join(', ')})`;
-        const rows = source.prepare(`SELECT ${sourceColumns.map((c) => `"${c}"`).join(', ')} FROM ${table}`).raw(true).iterate() as IterableIterator<unknown[]>;
-        let pending: unknown[][] = [];
-        let count = 0;
-        const flush = async () => {
-          if (pending.length === 0) return;
-          const sql = `INSERT INTO ${table} (${sourceColumns.join(', ')}) VALUES ${pending.map(() => rowMarks).join(', ')}`;
-          await tx.run(sql, pending.flat().map(convert));
-          count += pending.length;
-          pending = [];
-        };
-        for (const row of rows) {
-          pending.push(row);
-          if (pending.length >= batch) await flush();
-        }
-        await flush();
-        report.tables.push({ table, rows: count });
-        progress(table, count);
-      }
-      // Trigger-kept tables: what the copy's own inserts added is replaced by the source's rows.
-      for (const table of ['table_versions', 'change_feed', 'change_feed_trim']) {
-        if (!order.includes(table)) continue;
-        await tx.run(`DELETE FROM ${table}`);
-        const rows = source.prepare(`SELECT * FROM ${table}`).all() as Array<Record<string, unknown>>;
-        for (const row of rows) {
-          const cols = Object.keys(row);
-          await tx.run(`INSERT INTO ${table} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`, cols.map((c) => convert(row[c])));
-        }
+      for (const table of [...order].reverse()) await tx.run(`DELETE FROM "${table}"`);
+      for (const table of order) if (!kept.includes(table)) await copyTable(tx, table);
+      for (const table of kept) {
+        await tx.run(`DELETE FROM "${table}"`);
+        await copyTable(tx, table);
       }
       // Identity columns continue after the copied values.
       const identities = await tx.all<{ table_name: string; column_name: string }>(
@@ -131,11 +145,14 @@ export async function copySqliteToStore(
       );
       for (const { table_name, column_name } of identities) {
         await tx.run(
-          `SELECT setval(pg_get_serial_sequence(CAST(? AS TEXT), CAST(? AS TEXT)), GREATEST(COALESCE((SELECT MAX(${column_name}) FROM ${table_name}), 0), 1), (SELECT COUNT(*) > 0 FROM ${table_name}))`,
-          [table_name, column_name],
+          `SELECT setval(pg_get_serial_sequence(CAST(? AS TEXT), CAST(? AS TEXT)), GREATEST(COALESCE((SELECT MAX("${column_name}") FROM "${table_name}"), 0), 1), (SELECT COUNT(*) > 0 FROM "${table_name}"))`,
+          [`"${table_name}"`, column_name],
         );
       }
     });
+  } catch (err) {
+    // The schema stays (migrations commit on their own), so the database is no longer empty for a second attempt.
+    throw new Error(`the copy failed and nothing was copied (${reasonOf(err)}); the target now holds an empty schema: drop and re-create the database before trying again`, { cause: err });
   } finally {
     if (source.inTransaction) source.exec('COMMIT');
   }

@@ -13,7 +13,7 @@ import { closeDatabase, openDatabase, type Db, type OpenOptions } from './databa
 import { prepare, selectPage } from './entity-table.ts';
 import { tableVersions } from './table-versions.ts';
 import { createWalFlusher, type WalFlusher } from './wal-flush.ts';
-import type { PageQuery, PageRows, Params, Row, RunResult, Sql, Store, Tx, VersionedTable } from './store.ts';
+import type { ForeignKey, PageQuery, PageRows, Params, Row, RunResult, Sql, Store, Tx, VersionedTable } from './store.ts';
 
 export interface SqliteStore extends Store {
   readonly kind: 'sqlite';
@@ -52,6 +52,49 @@ function runner(db: Db, inWrite: boolean): Sql {
     run: (sql: string, params: Params = []): Promise<RunResult> => Promise.resolve({ changes: stmt(sql).run(...params).changes }),
     page: (source: string, q: PageQuery): Promise<PageRows> => Promise.resolve(selectPage(db, source, { ...q, params: [...q.params] })),
   };
+}
+
+interface ForeignKeyRow {
+  child: string;
+  id: number;
+  parent: string;
+  from: string;
+  to: string | null;
+  on_delete: string;
+  notnull: number;
+  pk: number;
+}
+
+/**
+ * Every foreign key of the schema, from SQLite's catalog (`pragma_foreign_key_list`, one row per column of each
+ * key; `to` is NULL where the declaration names the parent's primary key implicitly).
+ */
+async function foreignKeysOn(q: Sql): Promise<ForeignKey[]> {
+  const rows = await q.all<ForeignKeyRow>(
+    `SELECT m.name AS child, f.id AS id, f."table" AS parent, f."from" AS "from", f."to" AS "to", f.on_delete AS on_delete,
+            COALESCE(c."notnull", 0) AS "notnull", COALESCE(c.pk, 0) AS pk
+       FROM sqlite_master m
+       JOIN pragma_foreign_key_list(m.name) f
+       LEFT JOIN pragma_table_info(m.name) c ON c.name = f."from"
+      WHERE m.type = 'table'
+      ORDER BY m.name, f.id, f.seq`,
+  );
+  const keys = new Map<string, ForeignKey & { implicit: boolean }>();
+  for (const row of rows) {
+    const id = `${row.child}\u0000${row.id}`;
+    let key = keys.get(id);
+    if (!key) keys.set(id, (key = { table: row.child, from: [], parent: row.parent, to: [], onDelete: row.on_delete, nullable: true, implicit: false }));
+    key.from.push(row.from);
+    if (row.to === null) key.implicit = true;
+    else key.to.push(row.to);
+    if (row.notnull !== 0 || row.pk !== 0) key.nullable = false;
+  }
+  const out: ForeignKey[] = [];
+  for (const { implicit, ...key } of keys.values()) {
+    if (implicit) key.to = await q.column<string>('SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk', [key.parent]);
+    out.push(key);
+  }
+  return out;
 }
 
 /** A FIFO lock held across awaits. */
@@ -163,6 +206,10 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
     snapshot,
     versions,
     versioned,
+    foreignKeys: () => foreignKeysOn(readSql),
+    columns: (table) => readSql.column<string>('SELECT name FROM pragma_table_info(?) ORDER BY cid', [table]),
+    // File pages, b-trees and indexes against each other ('ok' alone when sound).
+    integrityCheck: async () => (await readSql.column<string>('PRAGMA integrity_check')).filter((line) => line !== 'ok'),
     commitMark: () => dataVersion.get(),
     durable: () => flusher?.durable(),
     async close() {

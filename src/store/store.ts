@@ -76,6 +76,22 @@ export type VersionedTable =
 
 export type StoreKind = 'sqlite' | 'postgres';
 
+/** A foreign key as the engine's catalog declares it (the data-integrity scan checks every one). */
+export interface ForeignKey {
+  /** The referencing (child) table. */
+  table: string;
+  /** Its referencing columns, in key order. */
+  from: string[];
+  /** The referenced (parent) table. */
+  parent: string;
+  /** The referenced columns, in key order (the parent's primary key where the declaration names none). */
+  to: string[];
+  /** The ON DELETE action, as SQL spells it: 'CASCADE', 'SET NULL', 'SET DEFAULT', 'RESTRICT' or 'NO ACTION'. */
+  onDelete: string;
+  /** Every referencing column may hold NULL (none is NOT NULL or part of the primary key). */
+  nullable: boolean;
+}
+
 export interface Store extends Sql {
   readonly kind: StoreKind;
   /** One write transaction; resolves with `work`'s result once the commit is durable. */
@@ -101,6 +117,18 @@ export interface Store extends Sql {
    * exact (SQLite).
    */
   readonly markStale?: () => void;
+  /**
+   * The schema's foreign keys, read from the engine's catalog (SQLite: `pragma_foreign_key_list`; PostgreSQL:
+   * `pg_constraint`), by child table, then in the engine's key order.
+   */
+  foreignKeys(): Promise<ForeignKey[]>;
+  /** The column names of a table, in table order, from the engine's catalog; none for an unknown table. */
+  columns(table: string): Promise<string[]>;
+  /**
+   * The engine's own check of its storage (pages, indexes): one line per problem, none when sound. SQLite's
+   * `PRAGMA integrity_check`; PostgreSQL has no equivalent, so it reports none.
+   */
+  integrityCheck(): Promise<string[]>;
   /** Undefined when nothing written since the last flush began; else settles once what was written is durable. */
   durable(): Promise<void> | undefined;
   close(): Promise<void>;

@@ -5,7 +5,7 @@
  * else the PATH. PostgreSQL refuses to run as root: under root the cluster belongs to the `postgres` system user
  * (created by Debian's package) and its programs run through `runuser`.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,15 @@ import { freePort } from './controller.ts';
 export interface TestPostgres {
   /** `postgres://portcullis@127.0.0.1:<port>/portcullis_test` */
   url: string;
+  /**
+   * Stops the server (`pg_ctl stop -m fast`: open connections are ended, committed data stays), keeping its data dir
+   * and port; resolves once it is down. Runs in a child process: the event loop (and a controller in this process)
+   * goes on meanwhile.
+   */
+  stopServer(): Promise<void>;
+  /** Starts the server stopped by `stopServer` again, on the same port and data dir; resolves once it accepts connections. */
+  startServer(): Promise<void>;
+  /** Stops the server (if running) and removes the cluster. */
   stop(): Promise<void>;
 }
 
@@ -45,20 +54,45 @@ export async function startTestPostgres(): Promise<TestPostgres> {
     const result = spawnSync(command, argv, { encoding: 'utf8' });
     if (result.status !== 0) throw new Error(`${program} failed (${result.status}): ${result.stderr || result.stdout}`);
   };
+  /** `run` without blocking the event loop. */
+  const runAsync = (program: string, args: string[]) =>
+    new Promise<void>((resolve, reject) => {
+      const [command, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', join(bin, program), ...args]] : [join(bin, program), args];
+      const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      child.stdout.setEncoding('utf8').on('data', (c: string) => (output += c));
+      child.stderr.setEncoding('utf8').on('data', (c: string) => (output += c));
+      child.on('error', reject);
+      child.on('close', (status) => (status === 0 ? resolve() : reject(new Error(`${program} failed (${status}): ${output}`))));
+    });
   const data = join(dir, 'data');
   run('initdb', ['-D', data, '-A', 'trust', '-U', 'portcullis', '--encoding=UTF8', '--locale=C.UTF-8', '--no-sync']);
   const port = await freePort();
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c shared_buffers=64MB`;
-  run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', options, '-w', '-t', '60', 'start']);
+  const startArgs = ['-D', data, '-l', join(dir, 'server.log'), '-o', options, '-w', '-t', '60', 'start'];
+  run('pg_ctl', startArgs);
+  let running = true;
   const admin = new pg.Client({ host: '127.0.0.1', port, user: 'portcullis', database: 'postgres' });
   await admin.connect();
   await admin.query('CREATE DATABASE portcullis_test');
   await admin.end();
   return {
     url: `postgres://portcullis@127.0.0.1:${port}/portcullis_test`,
+    async stopServer() {
+      if (!running) throw new Error('the test PostgreSQL server is not running');
+      await runAsync('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);
+      running = false;
+    },
+    async startServer() {
+      if (running) throw new Error('the test PostgreSQL server is running already');
+      await runAsync('pg_ctl', startArgs);
+      running = true;
+    },
     async stop() {
       try {
-        run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+        // (A server stopped by stopServer, and not started again, has no postmaster.pid left.)
+        if (running || existsSync(join(data, 'postmaster.pid'))) run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+        running = false;
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

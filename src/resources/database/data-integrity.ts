@@ -1,12 +1,16 @@
 /**
- * The data-integrity scan (model.md §8.1): every invariant this store relies on that SQLite does not enforce
- * by itself, plus SQLite's own checks. Each step reads one state: the run (database-ops.ts) gives each step a
- * read snapshot in check mode and runs every step inside one write transaction in fix mode.
+ * The data-integrity scan (model.md §8.1): every invariant this store relies on that the engine does not enforce
+ * by itself, plus the engine's own checks. Each step reads one state: the run (database-ops.ts) gives each step a
+ * read snapshot in check mode and runs every step inside one write transaction in fix mode. The same on both
+ * engines: what differs (their catalogs, SQLite's storage check) is read through the store (store.ts).
  *
  * What is checked:
- * - `PRAGMA integrity_check` (file/index corruption; not fixable) and `PRAGMA foreign_key_check` (dangling
- *   references of real foreign keys; fixed by deleting a row its parent owns (ON DELETE CASCADE) or clearing a
- *   nullable reference, else only reported), on SQLite only (PostgreSQL enforces its foreign keys itself);
+ * - the engine's storage check (`store.integrityCheck()`: SQLite's `PRAGMA integrity_check`, file/index
+ *   corruption; not fixable; PostgreSQL has no equivalent);
+ * - every real foreign key the catalog declares (`store.foreignKeys()`): dangling references, which either engine
+ *   can hold when written with enforcement off (SQLite's `foreign_keys` pragma, PostgreSQL's replica mode, a bulk
+ *   load); fixed by deleting a row its parent owns (ON DELETE CASCADE) or clearing a nullable reference, else only
+ *   reported;
  * - every `*_role_attributes` side table against its owner's `role_attributes` JSON column (fixed by rewriting
  *   the side rows from the JSON);
  * - policy role lists: readable JSON, valid role syntax, `#all` alone, `@id` naming an existing entity of the
@@ -20,7 +24,7 @@
  *   identity, service, edge router, posture check and policy (fixed by reloading the index and marking the
  *   identities whose answers changed), and sessions the store's policies no longer allow (fixed by deleting).
  */
-import type { Sql, Store, Tx } from '../../store/store.ts';
+import type { ForeignKey, Sql, Store, Tx } from '../../store/store.ts';
 import { parseRoleRef } from '../../policy/role-ref.ts';
 import { createAccessService, policyStores, type AccessService } from '../../access/access.service.ts';
 import { policyRoleFields, roleFieldKind, type AccessIndex, type EntityKind, type PolicyKind, type RoleField } from '../../access/access-index.ts';
@@ -49,8 +53,6 @@ type Row = Record<string, unknown>;
 function all(q: Sql, sql: string, ...params: unknown[]): Promise<Row[]> {
   return q.all<Row>(sql, params);
 }
-
-const isSqlite = (q: Sql) => q.dialect.name === 'sqlite';
 
 function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
@@ -83,87 +85,57 @@ function groupBy(rows: Row[], key: string, value: string): Map<string, Set<strin
   return out;
 }
 
-interface ColumnInfo {
-  name: string;
-  notnull: number;
-  pk: number;
-}
+// ---- the engine's own checks -------------------------------------------------------------------------
 
-/** The columns of a table, from the engine's catalog (SQLite: `PRAGMA table_info`). */
-async function tableColumns(q: Sql, table: string): Promise<ColumnInfo[]> {
-  if (isSqlite(q)) return q.all<ColumnInfo>(`PRAGMA table_info(${quoteIdent(table)})`);
-  const rows = await q.all<{ name: string; notnull: number | string; pk: number | string }>(
-    `SELECT c.column_name AS name, CASE WHEN c.is_nullable = 'NO' THEN 1 ELSE 0 END AS notnull,
-            CASE WHEN EXISTS (SELECT 1 FROM information_schema.table_constraints tc
-                                JOIN information_schema.key_column_usage k
-                                  ON k.constraint_name = tc.constraint_name AND k.table_schema = tc.table_schema
-                               WHERE tc.constraint_type = 'PRIMARY KEY' AND tc.table_schema = c.table_schema
-                                 AND tc.table_name = c.table_name AND k.column_name = c.column_name) THEN 1 ELSE 0 END AS pk
-       FROM information_schema.columns c
-      WHERE c.table_schema = current_schema() AND c.table_name = ?
-      ORDER BY c.ordinal_position`,
-    [table],
-  );
-  return rows.map((r) => ({ name: r.name, notnull: Number(r.notnull), pk: Number(r.pk) }));
-}
-
-// ---- SQLite's own checks -------------------------------------------------------------------------
-
-const sqliteIntegrity: ScanStep = {
-  name: 'sqlite integrity',
+const storageIntegrity: ScanStep = {
+  name: 'storage integrity',
   async run(ctx) {
-    if (!isSqlite(ctx.q)) return;
-    const rows = await ctx.q.all<{ integrity_check: string }>('PRAGMA integrity_check');
-    for (const row of rows) if (row.integrity_check !== 'ok') ctx.report(`database integrity check: ${row.integrity_check}`, false);
+    for (const problem of await ctx.store.integrityCheck()) ctx.report(`database integrity check: ${problem}`, false);
   },
 };
 
-interface ForeignKey {
-  id: number;
-  table: string;
-  from: string;
-  to: string | null;
-  on_delete: string;
+/** `c.a = p.x AND c.b = p.y …` over the columns of a key. */
+function keyMatch(fk: ForeignKey): string {
+  return fk.from.map((from, i) => `p.${quoteIdent(fk.to[i]!)} = c.${quoteIdent(from)}`).join(' AND ');
 }
 
 const foreignKeys: ScanStep = {
   name: 'foreign keys',
   async run(ctx) {
-    // PostgreSQL enforces every foreign key itself: no row can violate one there.
-    if (!isSqlite(ctx.q)) return;
-    const violations = await ctx.q.all<{ table: string; rowid: number | null; parent: string; fkid: number }>('PRAGMA foreign_key_check');
-    // Group by (child table, foreign key): one query per key names the offending rows even in WITHOUT ROWID tables.
-    const groups = new Map<string, { table: string; fkid: number; parent: string }>();
-    for (const v of violations) groups.set(`${v.table}\u0000${v.fkid}`, { table: v.table, fkid: v.fkid, parent: v.parent });
-    for (const { table, fkid, parent } of groups.values()) {
-      const fks = (await ctx.q.all<ForeignKey>(`PRAGMA foreign_key_list(${quoteIdent(table)})`)).filter((f) => f.id === fkid);
-      if (fks.length !== 1) {
+    for (const fk of await ctx.store.foreignKeys()) {
+      const { table, parent } = fk;
+      // A reference with a NULL column references nothing (MATCH SIMPLE, as both engines check it).
+      const referencing = fk.from.map((from) => `c.${quoteIdent(from)} IS NOT NULL`).join(' AND ');
+      const where = `${referencing} AND NOT EXISTS (SELECT 1 FROM ${quoteIdent(parent)} p WHERE ${keyMatch(fk)})`;
+      if (fk.from.length !== 1 || fk.to.length !== 1) {
         // Composite keys are not used by this schema; report without a repair.
-        ctx.report(`${table} has rows whose reference to ${parent} points at a missing record`, false);
+        if ((await ctx.q.value(`SELECT 1 FROM ${quoteIdent(table)} c WHERE ${where} LIMIT 1`)) !== undefined) {
+          ctx.report(`${table} has rows whose reference to ${parent} points at a missing record`, false);
+        }
         continue;
       }
-      const fk = fks[0]!;
-      const parentKey = fk.to ?? (await tableColumns(ctx.q, parent)).find((c) => c.pk === 1)?.name ?? 'id';
-      const nullable = (await tableColumns(ctx.q, table)).find((c) => c.name === fk.from)?.notnull === 0;
+      const from = fk.from[0]!;
       // A row the parent owns (ON DELETE CASCADE) goes, as it would have gone with its parent; a nullable
       // reference is cleared; any other row (e.g. an identity whose type is missing) is reported, not deleted.
-      const repair = fk.on_delete === 'CASCADE' ? 'delete' : nullable ? 'clear' : undefined;
-      const where = `${quoteIdent(fk.from)} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${quoteIdent(parent)} p WHERE p.${quoteIdent(parentKey)} = c.${quoteIdent(fk.from)})`;
-      const values = (await ctx.q.column<unknown>(`SELECT DISTINCT c.${quoteIdent(fk.from)} AS v FROM ${quoteIdent(table)} c WHERE ${where}`)).map((v) =>
+      const repair = fk.onDelete === 'CASCADE' ? 'delete' : fk.nullable ? 'clear' : undefined;
+      const values = (await ctx.q.column<unknown>(`SELECT DISTINCT c.${quoteIdent(from)} AS v FROM ${quoteIdent(table)} c WHERE ${where}`)).map((v) =>
         String(v),
       );
+      values.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
       for (const value of values) {
         let repaired = repair !== undefined;
-        if (ctx.tx && repair === 'delete') await ctx.tx.run(`DELETE FROM ${quoteIdent(table)} WHERE ${quoteIdent(fk.from)} = ?`, [value]);
+        if (ctx.tx && repair === 'delete') await ctx.tx.run(`DELETE FROM ${quoteIdent(table)} WHERE ${quoteIdent(from)} = ?`, [value]);
         if (ctx.tx && repair === 'clear') {
           try {
-            await ctx.tx.run(`UPDATE ${quoteIdent(table)} SET ${quoteIdent(fk.from)} = NULL WHERE ${quoteIdent(fk.from)} = ?`, [value]);
+            await ctx.tx.run(`UPDATE ${quoteIdent(table)} SET ${quoteIdent(from)} = NULL WHERE ${quoteIdent(from)} = ?`, [value]);
           } catch {
-            // Clearing would break another constraint (e.g. a CHECK): leave the row and say so.
+            // Clearing would break another constraint (e.g. a CHECK): leave the row and say so. (On PostgreSQL the
+            // failed statement ends the transaction: the whole fix then rolls back and the run reports the error.
+            // No nullable reference of this schema that is not ON DELETE CASCADE has such a constraint.)
             repaired = false;
           }
         }
-        ctx.report(`${table}.${fk.from} '${value}' references a missing ${parent} record`, repaired);
+        ctx.report(`${table}.${from} '${value}' references a missing ${parent} record`, repaired);
       }
     }
   },
@@ -178,36 +150,22 @@ interface AttributeTable {
   valueColumn: string;
 }
 
-/** The first foreign key of a table (its referencing column and the table it references), from the engine's catalog. */
-async function firstForeignKey(q: Sql, table: string): Promise<Pick<ForeignKey, 'table' | 'from'> | undefined> {
-  if (isSqlite(q)) return (await q.all<ForeignKey>(`PRAGMA foreign_key_list(${quoteIdent(table)})`))[0];
-  return q.get<Pick<ForeignKey, 'table' | 'from'>>(
-    `SELECT ccu.table_name AS "table", kcu.column_name AS "from"
-       FROM information_schema.table_constraints tc
-       JOIN information_schema.key_column_usage kcu ON kcu.constraint_name = tc.constraint_name AND kcu.table_schema = tc.table_schema
-       JOIN information_schema.constraint_column_usage ccu ON ccu.constraint_name = tc.constraint_name AND ccu.table_schema = tc.table_schema
-      WHERE tc.constraint_type = 'FOREIGN KEY' AND tc.table_schema = current_schema() AND tc.table_name = ?
-      ORDER BY tc.constraint_name, kcu.ordinal_position
-      LIMIT 1`,
-    [table],
-  );
-}
-
 /** Every `<x>_role_attributes` side table, its owner table (from its foreign key) and its columns. */
-async function attributeTables(q: Sql): Promise<AttributeTable[]> {
-  const names = await q.column<string>(
-    isSqlite(q)
-      ? "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%\\_role\\_attributes' ESCAPE '\\' ORDER BY name"
-      : "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name LIKE '%\\_role\\_attributes' ESCAPE '\\' ORDER BY table_name",
-  );
+async function attributeTables(store: Store): Promise<AttributeTable[]> {
+  // Each side table's first foreign key names its owner (the catalog lists keys by child table).
+  const firstKeys = new Map<string, ForeignKey>();
+  for (const fk of await store.foreignKeys()) {
+    if (fk.table.endsWith('_role_attributes') && !firstKeys.has(fk.table)) firstKeys.set(fk.table, fk);
+  }
   const out: AttributeTable[] = [];
-  for (const name of names) {
-    const fk = await firstForeignKey(q, name);
-    if (!fk) continue;
-    if (!(await tableColumns(q, fk.table)).some((c) => c.name === 'role_attributes')) continue;
-    const valueColumn = (await tableColumns(q, name)).find((c) => c.name !== fk.from)?.name;
+  for (const name of sortedUnique(firstKeys.keys())) {
+    const fk = firstKeys.get(name)!;
+    if (fk.from.length !== 1) continue;
+    const ownerColumn = fk.from[0]!;
+    if (!(await store.columns(fk.parent)).includes('role_attributes')) continue;
+    const valueColumn = (await store.columns(name)).find((c) => c !== ownerColumn);
     if (!valueColumn) continue;
-    out.push({ table: name, owner: fk.table, ownerColumn: fk.from, valueColumn });
+    out.push({ table: name, owner: fk.parent, ownerColumn, valueColumn });
   }
   return out;
 }
@@ -215,7 +173,7 @@ async function attributeTables(q: Sql): Promise<AttributeTable[]> {
 const roleAttributes: ScanStep = {
   name: 'role attributes',
   async run(ctx) {
-    for (const t of await attributeTables(ctx.q)) {
+    for (const t of await attributeTables(ctx.store)) {
       const side = groupBy(await all(ctx.q, `SELECT ${quoteIdent(t.ownerColumn)} AS o, ${quoteIdent(t.valueColumn)} AS v FROM ${quoteIdent(t.table)}`), 'o', 'v');
       const owners = await all(ctx.q, `SELECT id, role_attributes FROM ${quoteIdent(t.owner)}`);
       for (const owner of owners) {
@@ -545,7 +503,7 @@ const accessIndex: ScanStep = {
 
 /** The steps in run order: repairs of earlier steps feed the later ones (the access index comes last). */
 export const scanSteps: readonly ScanStep[] = [
-  sqliteIntegrity,
+  storageIntegrity,
   foreignKeys,
   roleAttributes,
   policies,

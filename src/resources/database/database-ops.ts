@@ -1,6 +1,8 @@
 /**
  * Database operations (model.md §8.1, §8.2): background data-integrity runs (check, or fix after a snapshot,
- * one run at a time) and online snapshots next to the database file (at most one per minute).
+ * one run at a time) and online snapshots next to the database file (at most one per minute). Snapshots are of the
+ * embedded SQLite store only: on PostgreSQL a snapshot is refused (409 SNAPSHOT_NOT_SUPPORTED) and a fix runs
+ * without one.
  *
  * Several worker processes share one store, so the rules and the results live in it (`database_ops_state`,
  * migration 0017): a run is claimed with one conditional UPDATE, its results are written when it ends and
@@ -137,8 +139,12 @@ export function createDatabaseOps({ store, access, clock = systemClock, owner = 
       }
       return;
     }
-    await writeSnapshot();
-    await yieldToEventLoop();
+    // The embedded store keeps the state before any repair in a snapshot next to its file. A PostgreSQL store has
+    // no file to copy (its backups are PostgreSQL's own tools, SNAPSHOT_NOT_SUPPORTED): the fix runs without one.
+    if (store.kind === 'sqlite') {
+      await writeSnapshot();
+      await yieldToEventLoop();
+    }
     // Every repair in one write transaction: all of them land, or (on an error) none.
     await store.write(async (tx) => {
       const ctx: ScanContext = { store, q: tx, tx, access, clock, report };

@@ -27,7 +27,7 @@
  */
 import pg from 'pg';
 import { positionalParameters, postgresDialect } from '../../query/dialect.ts';
-import type { PageQuery, PageRows, Params, Row, RunResult, Sql, Store, Tx, VersionedTable } from '../store.ts';
+import type { ForeignKey, PageQuery, PageRows, Params, Row, RunResult, Sql, Store, Tx, VersionedTable } from '../store.ts';
 import { parsePostgresUrl, scrub } from './connection-url.ts';
 import { isConnectionBroken, isUnavailable, storageUnavailable, storeError } from './faults.ts';
 
@@ -115,6 +115,59 @@ function pgText(sql: string): string {
     texts.set(sql, text);
   }
   return text;
+}
+
+// ---- catalog ------------------------------------------------------------------------------------------------------
+
+/** `pg_constraint.confdeltype` as SQL spells the action. */
+const ON_DELETE: Record<string, string> = { a: 'NO ACTION', r: 'RESTRICT', c: 'CASCADE', n: 'SET NULL', d: 'SET DEFAULT' };
+
+interface ForeignKeyRow {
+  child: string;
+  name: string;
+  parent: string;
+  on_delete: string;
+  from: string;
+  to: string;
+  not_null: number;
+}
+
+/** Every foreign key of the schema's tables, from `pg_constraint`: one row per column pair of each key. */
+async function foreignKeysOn(q: Sql): Promise<ForeignKey[]> {
+  const rows = await q.all<ForeignKeyRow>(
+    `SELECT child.relname AS child, c.conname AS name, parent.relname AS parent, c.confdeltype AS on_delete,
+            ca.attname AS "from", pa.attname AS "to", ca.attnotnull AS not_null
+       FROM pg_constraint c
+       JOIN pg_class child ON child.oid = c.conrelid
+       JOIN pg_namespace ns ON ns.oid = child.relnamespace
+       JOIN pg_class parent ON parent.oid = c.confrelid
+       CROSS JOIN LATERAL unnest(c.conkey, c.confkey) WITH ORDINALITY AS k(child_column, parent_column, position)
+       JOIN pg_attribute ca ON ca.attrelid = c.conrelid AND ca.attnum = k.child_column
+       JOIN pg_attribute pa ON pa.attrelid = c.confrelid AND pa.attnum = k.parent_column
+      WHERE c.contype = 'f' AND ns.nspname = current_schema()
+      ORDER BY child.relname, c.conname, k.position`,
+  );
+  const keys = new Map<string, ForeignKey>();
+  for (const row of rows) {
+    const id = `${row.child}\u0000${row.name}`;
+    let key = keys.get(id);
+    if (!key) {
+      const onDelete = ON_DELETE[row.on_delete] ?? 'NO ACTION';
+      keys.set(id, (key = { table: row.child, from: [], parent: row.parent, to: [], onDelete, nullable: true }));
+    }
+    key.from.push(row.from);
+    key.to.push(row.to);
+    // Primary key columns are NOT NULL in PostgreSQL.
+    if (row.not_null !== 0) key.nullable = false;
+  }
+  return [...keys.values()];
+}
+
+function columnsOn(q: Sql, table: string): Promise<string[]> {
+  return q.column<string>(
+    'SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position',
+    [table],
+  );
 }
 
 type Query = (sql: string, params: Params, array?: boolean) => Promise<pg.QueryResult>;
@@ -342,6 +395,9 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
         ended = true;
         await serial(async () => {
           if (failure !== undefined || client.getTransactionStatus() === 'E') {
+            // The server went away or gave up under the transaction (a statement whose failure the caller set aside,
+            // such as the commit notice): nothing is committed, the request may be retried: 503, not a bug's 500.
+            if (failure !== undefined && isUnavailable(failure, readOnly)) throw storeError(failure, readOnly);
             const reason = failure instanceof Error ? failure.message : 'a statement failed';
             throw new Error(`the transaction was rolled back: a statement in it failed (${reason})`, { cause: failure });
           }
@@ -552,6 +608,12 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     snapshot,
     versions,
     versioned,
+    foreignKeys: () => foreignKeysOn(readSql),
+    columns: (table) => columnsOn(readSql, table),
+    // PostgreSQL has no equivalent of SQLite's integrity_check a client can run: its storage is the server's (WAL
+    // replay after a crash, page checksums where the cluster enables them, amcheck as an extension an operator
+    // installs), so nothing is reported here.
+    integrityCheck: () => Promise.resolve([]),
     commitMark: () => mark,
     markStale: () => {
       mark += 1;

@@ -2,7 +2,8 @@
  * Database operations: data-integrity check and fix runs (background, one at a time, results with their
  * before-any-run values), each kind of corruption the scan looks for (made directly in the store), the fix
  * repairing it after a snapshot and the access index reloaded, snapshots (a valid SQLite copy named like
- * upstream, at most one per minute; SQLite only) and permissions.
+ * upstream, at most one per minute; SQLite only: PostgreSQL refuses them, and its fix runs without one) and
+ * permissions.
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +12,7 @@ import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { startTestController, testStore, uniqueName, type TestController } from '../../support/controller.ts';
 import { createIdentity, createUserWithPassword } from '../../support/factories.ts';
-import { assertMatchesReference } from '../../support/reference-spec.ts';
+import { assertMatchesDefinition, assertMatchesReference } from '../../support/reference-spec.ts';
 import { assertEmptyOk, assertError, sleep } from '../../support/assertions.ts';
 import { integrityRunHooks } from '../../../src/resources/database/database-ops.ts';
 import type { SqliteStore } from '../../../src/store/sqlite-store.ts';
@@ -420,6 +421,20 @@ describe('database snapshot', { skip: !sqliteSnapshots && 'SQLite only: the snap
     assert.equal(again.body.error.cause, undefined, 'the rate-limit answer carries no cause');
     assertMatchesReference('management', 'POST', '/database/snapshot', 429, again.body);
     assert.equal(snapshotFiles().length, before.length + 1);
+  });
+});
+
+describe('database snapshot on PostgreSQL', { skip: sqliteSnapshots && 'PostgreSQL only: a store without a file to copy' }, () => {
+  it('refuses with 409 SNAPSHOT_NOT_SUPPORTED each time (a refusal does not count against the per-minute limit), writing nothing', async () => {
+    const before = snapshotFiles();
+    for (let i = 0; i < 2; i++) {
+      const res = await tc.mgmt.post('/database/snapshot');
+      assertError(res, 409, 'SNAPSHOT_NOT_SUPPORTED');
+      assert.match(res.body.error.message, /PostgreSQL's own tools/);
+      assertMatchesDefinition('management', 'apiErrorEnvelope', res.body);
+    }
+    assert.deepEqual(snapshotFiles(), before);
+    assert.equal(await store.value('SELECT last_snapshot_at FROM database_ops_state WHERE id = 1'), null);
   });
 });
 
