@@ -119,13 +119,19 @@ export function checkDatabaseUrl(value: string): string {
   return value;
 }
 
+/** `text` with the password of any URL in it masked (`scheme://user:***@…`): for messages that repeat arguments. */
+export function withoutPasswords(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^\s:@/]*:)[^\s@]*@/gi, '$1***@');
+}
+
 /** Builds the Config from argv (without node and script) and an environment. */
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): Config {
   const program = new Command('portcullis')
     .description('Portcullis: zero-trust overlay network controller (OpenZiti Edge API compatible)')
     .option('--data-dir <dir>', 'data directory (database, PKI)', env.PORTCULLIS_DATA_DIR ?? defaults.dataDir)
     // Checked after parsing, not by commander: its errors repeat the value, and this one may hold a password.
-    .option('--database-url <url>', 'PostgreSQL store (postgres://USER:PASSWORD@HOST:PORT/DATABASE); default: SQLite in the data dir', env.PORTCULLIS_DATABASE_URL || undefined)
+    // The environment's value is read after parsing, so that --help never shows it.
+    .option('--database-url <url>', 'PostgreSQL store (postgres://USER:PASSWORD@HOST:PORT/DATABASE; or PORTCULLIS_DATABASE_URL); default: SQLite in the data dir')
     .option('--address <addr>', 'listen address', env.PORTCULLIS_ADDRESS ?? defaults.address)
     .option('--port <n>', 'listen port', parsePort, env.PORTCULLIS_PORT ? parsePort(env.PORTCULLIS_PORT) : defaults.port)
     .option('--advertise <host>', 'host name used in URLs, JWT issuers and the server certificate', env.PORTCULLIS_ADVERTISE ?? defaults.advertise)
@@ -175,9 +181,11 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
       env.PORTCULLIS_MAX_CONNECTIONS ? parsePositive(env.PORTCULLIS_MAX_CONNECTIONS) : defaults.maxConnections,
     )
     .allowExcessArguments(false)
+    .configureOutput({ outputError: (text, write) => write(withoutPasswords(text)) })
     .exitOverride();
   program.parse(argv, { from: 'user' });
   const o = program.opts<Omit<Config, 'apiSessionTimeoutMs'>>();
+  o.databaseUrl ??= env.PORTCULLIS_DATABASE_URL || undefined;
   if (o.databaseUrl !== undefined) checkDatabaseUrl(o.databaseUrl);
   return { ...o, dataDir: resolve(o.dataDir), apiSessionTimeoutMs: sessionTimeoutMs(env.PORTCULLIS_API_SESSION_TIMEOUT_SECONDS) };
 }

@@ -6,15 +6,11 @@
 import { Command, CommanderError } from 'commander';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { checkDatabaseUrl } from '../config.ts';
+import { checkDatabaseUrl, withoutPasswords } from '../config.ts';
 import { openDatabase, closeDatabase } from './database.ts';
 import { copySqliteToStore } from './copy-store.ts';
 import { migrateStore } from './open-store.ts';
 
-/** `text` with the password of any URL in it masked (`scheme://user:***@…`). */
-function withoutPasswords(text: string): string {
-  return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^\s:@/]*:)[^\s@]*@/gi, '$1***@');
-}
 
 export async function copyToPostgres(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const program = new Command('portcullis copy-to-postgres')
