@@ -84,6 +84,8 @@ export interface FabricOptions {
 
 /** One connected router, as this process holds it. */
 export interface RouterSession {
+  /** Set when a newer connection of the same router replaced this one here: settles once that one's row is written. */
+  successor?: Promise<unknown>;
   routerId: string;
   name: string;
   isEdge: boolean;
@@ -182,7 +184,6 @@ export function createFabric(options: FabricOptions) {
   function admitted(router: AdmittedRouter<StoredRouter>): void {
     const stored = router.stored;
     const previous = sessions.get(router.hello.routerId);
-    if (previous) previous.channel.close('replaced by a newer connection of the same router');
     const session: RouterSession = {
       routerId: router.hello.routerId,
       name: stored.name,
@@ -200,13 +201,20 @@ export function createFabric(options: FabricOptions) {
     router.channel.on('slowed', (reason) => log.warn({ ...named, reason }, 'router slowed: over its control channel bounds, reading paused'));
     router.channel.on('overloaded', (reason) => log.warn({ ...named, reason }, 'router disconnected: over its control channel bounds for too long'));
     const { channel } = router;
-    const prior = cleanups.get(session.routerId);
+    // The cleanup of a connection that ended before this one came must finish first (it may remove what the router
+    // held). A connection this one replaces removes nothing but its own row, and only after this one's row is
+    // written (see `successor`), so the router never shows offline in between.
+    const prior = previous ? undefined : cleanups.get(session.routerId);
     const listeners = linkListenersOf(router);
     const registered = channel.serially(async () => {
       await prior;
       await live.connected(session.routerId, session.connectionId, session.connectedAt, session.versionInfo, listeners);
       recorded.add(session);
     });
+    if (previous) {
+      previous.successor = registered;
+      previous.channel.close('replaced by a newer connection of the same router');
+    }
     registered.catch((err: Error) => {
       log.warn({ ...named, err: err.message }, 'could not record the router connection');
       channel.close('could not record the connection');
@@ -225,6 +233,7 @@ export function createFabric(options: FabricOptions) {
       // After the messages received before the close (and the row written before them).
       const cleanup = channel.serially(async () => {
         try {
+          if (session.successor) await session.successor.catch(() => undefined);
           const connectedAgain = await live.disconnected(session.routerId, session.connectionId);
           // Not replaced by a newer connection, here or in another process: what the router held goes with it.
           if (current && !connectedAgain) {
