@@ -20,6 +20,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { ChannelContentType, ChannelHeader, byteMapValue, int32Value, message, readBool, readString, stringValue, uint32Value, type ChannelMessage } from '../src/fabric/channel/message.ts';
 import { CtrlContentType, FaultSubject } from '../src/fabric/proto/ctrl.ts';
 import { EdgeContentType } from '../src/fabric/proto/edge-ctrl.ts';
@@ -39,7 +40,16 @@ export interface FabricSuiteOptions {
   duration: number;
   /** Worker processes of the controller under test; one full run per entry. */
   workers: number[];
+  /**
+   * `postgres`: every controller of the suite runs on a fresh database of one private PostgreSQL cluster
+   * (test/support/postgres.ts `startTestPostgres`), started for the suite and removed at its end; results go to
+   * `fabric-pg*`. Default `sqlite` (the data directory's embedded store).
+   */
+  store?: 'sqlite' | 'postgres';
 }
+
+/** A fresh database per controller on the suite's private cluster (`--store postgres`); undefined on SQLite. */
+let freshDatabase: ((label: string) => Promise<string>) | undefined;
 
 const MANAGEMENT = '/edge/management/v1';
 const CLIENT = '/edge/client/v1';
@@ -197,7 +207,14 @@ async function startController(tmp: string, label: string, workers: number): Pro
   // A port chosen here rather than 0: the controller names its configured port in enrollment JWTs (issuer URL), and
   // with 0 that would be port 0 (routers and SDKs enrolling with them could not reach it).
   const port = await freePort();
-  const { child, info } = await spawnReady<{ port: number; caBundlePem: string }>('bench/serve.ts', [dataDir, String(port), String(workers), '127.0.0.1']);
+  const databaseUrl = freshDatabase ? await freshDatabase(label) : undefined;
+  const { child, info } = await spawnReady<{ port: number; caBundlePem: string }>('bench/serve.ts', [
+    dataDir,
+    String(port),
+    String(workers),
+    '127.0.0.1',
+    ...(databaseUrl ? ['--database-url', databaseUrl] : []),
+  ]);
   const admin = apiClient(info.port, info.caBundlePem, PREPARE_CONCURRENCY);
   const login = await admin.must('POST', `${MANAGEMENT}/authenticate?method=password`, { username: 'admin', password: BENCH_ADMIN_PASSWORD }, 200);
   admin.setToken(login.data.token as string);
@@ -699,7 +716,7 @@ interface FabricResult {
   suite: 'fabric';
   date: string;
   machine: ReturnType<typeof machine>;
-  settings: { routers: number; inFlight: number; duration: number; workers: number; warmupS: number; e2eConcurrency: number[] };
+  settings: { routers: number; inFlight: number; duration: number; workers: number; warmupS: number; e2eConcurrency: number[]; store?: 'sqlite' | 'postgres' };
   memory: MemoryFigures;
   circuits: CircuitFigures;
   e2e: E2eFigures;
@@ -707,14 +724,39 @@ interface FabricResult {
 }
 
 export async function runFabricSuite(opts: FabricSuiteOptions): Promise<void> {
-  for (const workers of opts.workers) await runOnce(opts, workers);
+  if (opts.store !== 'postgres') {
+    for (const workers of opts.workers) await runOnce(opts, workers);
+    return;
+  }
+  const { startTestPostgres } = await import('../test/support/postgres.ts');
+  const server = await startTestPostgres();
+  let created = 0;
+  freshDatabase = async (label) => {
+    const name = `bench_${label.replace(/[^a-z0-9]/gi, '_')}_${++created}`;
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    try {
+      await admin.query(`CREATE DATABASE ${name}`);
+    } finally {
+      await admin.end();
+    }
+    const url = new URL(server.url);
+    url.pathname = `/${name}`;
+    return url.toString();
+  };
+  try {
+    for (const workers of opts.workers) await runOnce(opts, workers);
+  } finally {
+    freshDatabase = undefined;
+    await server.stop();
+  }
 }
 
 async function runOnce(opts: FabricSuiteOptions, workers: number): Promise<void> {
   const started = performance.now();
   const tmp = mkdtempSync(join(tmpdir(), 'portcullis-bench-fabric-'));
   const inFlights = [...new Set([1, opts.inFlight])];
-  console.log(`fabric suite: ${workers} worker process${workers > 1 ? 'es' : ''}, ${opts.routers} routers, ${opts.inFlight} in flight, ${opts.duration} s per run`);
+  console.log(`fabric suite (${opts.store ?? 'sqlite'}): ${workers} worker process${workers > 1 ? 'es' : ''}, ${opts.routers} routers, ${opts.inFlight} in flight, ${opts.duration} s per run`);
   try {
     console.log('[1/3] memory per connected router (fresh controller) ...');
     let c = await startController(tmp, 'memory', workers);
@@ -743,13 +785,13 @@ async function runOnce(opts: FabricSuiteOptions, workers: number): Promise<void>
       suite: 'fabric',
       date: new Date().toISOString(),
       machine: machine(),
-      settings: { routers: opts.routers, inFlight: opts.inFlight, duration: opts.duration, workers, warmupS: WARMUP_S, e2eConcurrency: E2E_CONCURRENCY },
+      settings: { routers: opts.routers, inFlight: opts.inFlight, duration: opts.duration, workers, warmupS: WARMUP_S, e2eConcurrency: E2E_CONCURRENCY, store: opts.store ?? 'sqlite' },
       memory,
       circuits,
       e2e,
       wallS: (performance.now() - started) / 1000,
     };
-    const suffix = workers > 1 ? `-w${workers}` : '';
+    const suffix = (opts.store === 'postgres' ? '-pg' : '') + (workers > 1 ? `-w${workers}` : '');
     mkdirSync(join('bench', 'results'), { recursive: true });
     writeFileSync(join('bench', 'results', `fabric${suffix}.json`), JSON.stringify(result, null, 2) + '\n');
     const report = markdown(result);

@@ -1,7 +1,7 @@
 /**
  * Benchmark entry point: runs the selected suites against freshly started controllers on loopback.
  * Usage: npm run bench [-- --suite identities|access|enrollment|fabric|all --identities N --services M --enrollments E --duration S --connections C]
- *        npm run bench -- --suite fabric [--routers N --in-flight C --duration D --workers 1|2|1,2]
+ *        npm run bench -- --suite fabric [--routers N --in-flight C --duration D --workers 1|2|1,2 --store sqlite|postgres]
  *        npm run bench -- --suite fabric-scale --size medium|large|medium,large [--routers N --repeats R --duration D --in-flight C --workers W]
  *        npm run bench -- --suite upstream --size medium|large [--duration D --connections C --rounds R --sessions N]
  *        npm run bench -- --suite soak [--minutes M --interval S --percent P --size SIZE --duration D --connections C --workers W]
@@ -83,7 +83,9 @@ try {
     // --workers takes one count or a list (1,2): one full run of the suite per entry.
     const workers = (str('--workers') ?? '1').split(',').map(Number);
     if (!workers.every((w) => Number.isInteger(w) && w >= 1)) throw new Error('--workers needs positive integers (e.g. 1 or 1,2)');
-    await runFabricSuite({ routers: opt('--routers', 100), inFlight: opt('--in-flight', 16), duration, workers });
+    const store = str('--store') ?? 'sqlite';
+    if (store !== 'sqlite' && store !== 'postgres') throw new Error('--store must be sqlite or postgres');
+    await runFabricSuite({ routers: opt('--routers', 100), inFlight: opt('--in-flight', 16), duration, workers, store });
   }
   // Not part of `all`: it needs the sized datasets (generated on first use, a minute or two for large).
   if (!scenario && suite === 'fabric-scale') {

@@ -161,7 +161,7 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
     const now = clock.now().getTime();
     if (!mark(record, now)) return undefined;
     const stored = storeAtOnce([record], now);
-    if (stored.length > 0) await store.write((tx) => writeMarks(tx, stored, now));
+    if (stored.length > 0) await store.writeRuntime((tx) => writeMarks(tx, stored, now));
     return record;
   }
 
@@ -182,7 +182,9 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
 
   async function writeMarks(tx: Tx, ids: readonly string[], ms: number): Promise<void> {
     const at = new Date(ms).toISOString();
-    for (const id of ids) await tx.run('UPDATE api_sessions SET last_activity_at = ? WHERE id = ? AND last_activity_at < ?', [at, id, at]);
+    // In id order, as the flush below: a runtime write (touch, heartbeats) runs beside it on PostgreSQL, and rows
+    // locked in one order cannot deadlock.
+    for (const id of [...ids].sort()) await tx.run('UPDATE api_sessions SET last_activity_at = ? WHERE id = ? AND last_activity_at < ?', [at, id, at]);
   }
 
   /**
@@ -201,7 +203,7 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
       found.push(record);
     }
     const stored = storeAtOnce(found, now);
-    if (stored.length > 0) await store.write((tx) => writeMarks(tx, stored, now));
+    if (stored.length > 0) await store.writeRuntime((tx) => writeMarks(tx, stored, now));
     return unknown;
   }
 
@@ -227,7 +229,7 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
 
   /** Writes pending activity marks, then deletes sessions idle longer than the timeout. */
   async function maintain(): Promise<void> {
-    const marks = [...activity.entries()];
+    const marks = [...activity.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     activity.clear();
     const cutoff = new Date(clock.now().getTime() - timeoutMs).toISOString();
     try {

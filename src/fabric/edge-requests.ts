@@ -253,7 +253,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
   /** A router went away: the terminators it created (SDKs', its tunneler's) and the circuits through it go with it. */
   async function routerGone(routerId: string): Promise<void> {
     await terminators.routerGone(routerId);
-    await store.write((tx) => tx.run('DELETE FROM identity_router_connections WHERE router_id = ?', [routerId]));
+    await store.writeRuntime((tx) => tx.run('DELETE FROM identity_router_connections WHERE router_id = ?', [routerId]));
     await endCircuitsWhere((circuit) => circuit.path.includes(routerId), `router ${routerId} disconnected`);
   }
 
@@ -344,7 +344,8 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
       circuits.set(circuitId, circuit);
       stats.succeeded(terminator.id);
       stats.circuitOpened(terminator.id);
-      await store.write((tx) =>
+      // A runtime row (store.ts): it does not wait for model writes.
+      await store.writeRuntime((tx) =>
         tx.run(
           `INSERT INTO circuits (id, owner, session_id, api_session_id, identity_id, service_id, terminator_id, path, links, created_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -385,7 +386,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
     if (circuits.get(circuit.id) !== circuit) return;
     circuits.delete(circuit.id);
     stats.circuitClosed(circuit.terminatorId);
-    await store.write((tx) => tx.run('DELETE FROM circuits WHERE id = ?', [circuit.id]));
+    await store.writeRuntime((tx) => tx.run('DELETE FROM circuits WHERE id = ?', [circuit.id]));
     for (const routerId of circuit.path) if (routerId !== except) await options.mesh.sendOn(routerId, unrouteMessage(circuit.id));
     log.info({ circuitId: circuit.id, reason }, 'circuit ended');
   }

@@ -90,9 +90,13 @@ export function createLiveRouters(store: Store, owner: string) {
     return new Map(rows.map((row) => [row.router_id, Object.freeze(liveOf(row))]));
   });
 
+  // The connection rows are runtime rows (store.ts `writeRuntime`): written by the process holding the connection,
+  // keyed by it, read by reloading the table; they do not wait for model writes. (A router deleted meanwhile makes
+  // `connected` fail on its foreign key: the connection is then refused, as it would be a moment later.)
+
   /** Records a new connection; a row of an earlier connection of the same router is replaced. */
   async function connected(routerId: string, connectionId: string, connectedAt: Date, versionInfo: VersionInfo, listeners: LinkListener[]): Promise<void> {
-    await store.write((tx) =>
+    await store.writeRuntime((tx) =>
       tx.run(
         `INSERT INTO router_connections (router_id, owner, connection_id, connected_at, version_info, listeners) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (router_id) DO UPDATE SET owner = excluded.owner, connection_id = excluded.connection_id, connected_at = excluded.connected_at,
@@ -104,7 +108,7 @@ export function createLiveRouters(store: Store, owner: string) {
 
   /** What an edge router said of itself in its client hello. */
   async function described(routerId: string, connectionId: string, hostname: string, supportedProtocols: Record<string, string>): Promise<void> {
-    await store.write((tx) =>
+    await store.writeRuntime((tx) =>
       tx.run('UPDATE router_connections SET hostname = ?, supported_protocols = ? WHERE router_id = ? AND connection_id = ?', [
         hostname,
         JSON.stringify(supportedProtocols),
@@ -115,7 +119,7 @@ export function createLiveRouters(store: Store, owner: string) {
   }
 
   async function syncStatus(routerId: string, connectionId: string, status: SyncStatus): Promise<void> {
-    await store.write((tx) => tx.run('UPDATE router_connections SET sync_status = ? WHERE router_id = ? AND connection_id = ?', [status, routerId, connectionId]));
+    await store.writeRuntime((tx) => tx.run('UPDATE router_connections SET sync_status = ? WHERE router_id = ? AND connection_id = ?', [status, routerId, connectionId]));
   }
 
   /**
@@ -123,7 +127,7 @@ export function createLiveRouters(store: Store, owner: string) {
    * connected again already (in any process): what it holds then belongs to that connection.
    */
   async function disconnected(routerId: string, connectionId: string): Promise<boolean> {
-    const { changes: removed } = await store.write((tx) => tx.run('DELETE FROM router_connections WHERE router_id = ? AND connection_id = ?', [routerId, connectionId]));
+    const { changes: removed } = await store.writeRuntime((tx) => tx.run('DELETE FROM router_connections WHERE router_id = ? AND connection_id = ?', [routerId, connectionId]));
     return removed === 0 && (await current()).has(routerId);
   }
 

@@ -203,6 +203,8 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
     flusher,
     ...readSql,
     write,
+    // One writer anyway (BEGIN IMMEDIATE), and a write takes microseconds: runtime rows take the same path.
+    writeRuntime: write,
     snapshot,
     versions,
     versioned,

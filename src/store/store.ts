@@ -11,6 +11,9 @@
  * PostgreSQL advisory lock), and resolves once the commit is durable. `work` must not wait on anything but the
  * store (hash passwords, fetch keys and sign certificates before or after it): on SQLite nothing else runs on the
  * connection while it is open only because of that. Reads outside `write` see committed data only.
+ *
+ * Runtime writes: `writeRuntime(work)` is the same transaction for the rows that change at network speed, not at
+ * admin speed, so they never queue behind model writes (see its doc below for what may use it).
  */
 import type { Dialect } from '../query/dialect.ts';
 
@@ -96,6 +99,24 @@ export interface Store extends Sql {
   readonly kind: StoreKind;
   /** One write transaction; resolves with `work`'s result once the commit is durable. */
   write<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * One write transaction for runtime rows: rows one process owns and no model invariant spans, written at network
+   * speed (a circuit routed or ended, a router's connection row, the identities connected to a router, an API
+   * session's activity time). On SQLite it is `write` (one writer anyway, microseconds). On PostgreSQL it does not
+   * wait in the model-write queue nor take the advisory write lock: it runs beside model writes (a few at a time,
+   * its own small queue) and still sends the commit notice. Its change-feed rows (triggers) may therefore commit
+   * out of seq order; the feed's readers wait for such gaps (src/cluster/change-feed.ts).
+   *
+   * May use it: work that writes only such rows, each statement complete by itself (an insert, update or delete of
+   * rows keyed by this process's own circuit, router connection or session), whose readers reload from the table
+   * rather than replay the feed in order, and that touches at most one table with a change counter (two runtime
+   * writes locking counters in different orders could deadlock).
+   * Must not: anything a model write reads or decides on inside its transaction (terminators, links — whose `down`
+   * follows the operator's `link_holds` in the same transaction —, policies, sessions, identities, routers),
+   * anything that must be ordered with model writes, read-then-write decisions whose reads a concurrent model write
+   * could change, and clean-ups of several tables at once (controller start, a dead process's rows: `write`).
+   */
+  writeRuntime<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
   /** Several reads that see one committed state. */
   snapshot<T>(work: (q: Sql) => Promise<T>): Promise<T>;
   /** The current counters of `tables` as one string (compare with `===`). */

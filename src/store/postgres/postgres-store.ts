@@ -8,7 +8,9 @@
  *
  * Writes: one transaction at a time in this process (a FIFO queue), and across processes, since every write takes
  * one transaction-scoped advisory lock right after BEGIN; so change-feed rows (identity `seq`) are numbered in
- * commit order. afterCommit hooks run after COMMIT, onRollback hooks after ROLLBACK, as on SQLite. A committed
+ * commit order. Runtime writes (`writeRuntime`: circuits, router connections, API session activity) take neither:
+ * at most RUNTIME_WRITES of them at a time run beside the model writes, in plain transactions, so their feed rows may
+ * commit out of seq order (the feed's gap handling waits for them). afterCommit hooks run after COMMIT, onRollback hooks after ROLLBACK, as on SQLite. A committed
  * transaction is durable (the server's own synchronous commit), so `durable()` has nothing to wait for.
  * Snapshots: one connection in a REPEATABLE READ READ ONLY transaction. Autocommit reads take any pooled
  * connection.
@@ -67,6 +69,12 @@ const COMMIT_CHANNEL = 'portcullis_commits';
 export const WRITE_LOCK_KEY = '8098447888221496609';
 const BEGIN_WRITE = `BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY})`;
 const BEGIN_SNAPSHOT = 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY';
+const BEGIN_RUNTIME = 'BEGIN';
+/**
+ * Runtime writes open at once in this process (each holds a pooled connection): enough to overlap their round
+ * trips, few enough to leave the pool to reads and the model writer.
+ */
+const RUNTIME_WRITES = 4;
 
 // ---- result types -------------------------------------------------------------------------------------------------
 
@@ -219,6 +227,29 @@ function createQueue() {
       tail = new Promise<void>((resolve) => (release = resolve));
       await previous;
       return release;
+    },
+  };
+}
+
+/** At most `limit` holders at once, the others waiting in FIFO order. */
+function createSemaphore(limit: number) {
+  let held = 0;
+  const waiting: Array<() => void> = [];
+  const release = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else held -= 1;
+  };
+  return {
+    async acquire(): Promise<() => void> {
+      if (held < limit) held += 1;
+      else await new Promise<void>((resolve) => waiting.push(resolve));
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        release();
+      };
     },
   };
 }
@@ -494,9 +525,21 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   }
   listen();
 
-  async function write<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+  const runtimeWrites = createSemaphore(RUNTIME_WRITES);
+
+  /** A model write: in the queue, under the advisory lock. */
+  function write<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return transaction(writes, BEGIN_WRITE, work);
+  }
+
+  /** A runtime write (store.ts): beside the model writes, without the advisory lock. */
+  function writeRuntime<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return transaction(runtimeWrites, BEGIN_RUNTIME, work);
+  }
+
+  async function transaction<T>(queue: { acquire(): Promise<() => void> }, begin: string, work: (tx: Tx) => Promise<T>): Promise<T> {
     const seen = outages;
-    const release = await writes.acquire();
+    const release = await queue.acquire();
     const hooks: Array<() => void> = [];
     const rollbacks: Array<() => void> = [];
     let result: T;
@@ -504,7 +547,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       // A write ahead of this one found the server unreachable while this one waited: fail now, not one
       // connection timeout later per queued write.
       if (outages !== seen) throw storageUnavailable(`${location.where} is unreachable`);
-      const t = await openTransaction(BEGIN_WRITE, false);
+      const t = await openTransaction(begin, false);
       const tx: Tx = { ...t.sql, afterCommit: (fn) => hooks.push(fn), onRollback: (fn) => rollbacks.push(fn) };
       try {
         result = await work(tx);
@@ -605,6 +648,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     location: location.where,
     ...readSql,
     write,
+    writeRuntime,
     snapshot,
     versions,
     versioned,
