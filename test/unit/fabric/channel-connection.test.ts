@@ -139,7 +139,7 @@ describe('control channel bounds', () => {
     // Read no more while paused: these wait in the stream.
     peer.push(Buffer.concat(Array.from({ length: 5 }, () => encodeMessage(message(20218, Buffer.alloc(10))))));
     const reason = await overloaded;
-    assert.match(reason, /waiting to be handled.* for 0.3 s/);
+    assert.match(reason, /^12 messages \(120 bytes\) waiting to be handled.* for 0.3 s/, "the five sent while reading was stopped were not read");
     assert.equal(await closed, reason);
     // A channel's messages are handled one after another: the first never ends, so the other eleven read wait in
     // its line (and count against the bounds above); the five sent while reading was stopped were never read.
