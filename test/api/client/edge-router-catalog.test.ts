@@ -58,9 +58,20 @@ describe('edge router catalogue', () => {
       const names = (session.body.data.edgeRouters as Array<{ name: string }>).map((r) => r.name);
       assert.deepEqual(names, [`${tag}-a-first`, `${tag}-r0`, `${tag}-r2`, `${tag}-r4`]);
       await other.write((tx) => tx.run('UPDATE routers SET name = ? WHERE id = ?', [`${tag}-z-last`, routers[1]]));
-      const routersOfService = await user.client.get(`/services/${service}/edge-routers`);
-      assert.equal(routersOfService.status, 200, routersOfService.text);
-      assert.deepEqual((routersOfService.body.data.edgeRouters as Array<{ name: string }>).map((r) => r.name), [`${tag}-r0`, `${tag}-r2`, `${tag}-r4`, `${tag}-z-last`]);
+      // On PostgreSQL a client-API read may lag another process's commit by the change feed's delay.
+      const expected = [`${tag}-r0`, `${tag}-r2`, `${tag}-r4`, `${tag}-z-last`];
+      const routerNames = async () => {
+        const res = await user.client.get(`/services/${service}/edge-routers`);
+        assert.equal(res.status, 200, res.text);
+        return (res.body.data.edgeRouters as Array<{ name: string }>).map((r) => r.name);
+      };
+      const deadline = Date.now() + (tc.databaseUrl ? 2000 : 0);
+      let got = await routerNames();
+      while (JSON.stringify(got) !== JSON.stringify(expected) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 5));
+        got = await routerNames();
+      }
+      assert.deepEqual(got, expected);
     } finally {
       await other.close();
     }
