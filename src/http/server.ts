@@ -143,6 +143,37 @@ export function nestingDepthExceeds(text: string, max: number): boolean {
   return false;
 }
 
+const NUL = '\u0000';
+
+/** The path (`a.b[2]`) and value of the first string, or key, holding the NUL character; undefined when none does. */
+export function firstNul(value: unknown, path = ''): { field: string; value: string } | undefined {
+  if (typeof value === 'string') return value.includes(NUL) ? { field: path, value } : undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = firstNul(value[i], `${path}[${i}]`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (value !== null && typeof value === 'object') {
+    for (const [key, member] of Object.entries(value)) {
+      const field = path ? `${path}.${key}` : key;
+      if (key.includes(NUL)) return { field, value: key };
+      const found = firstNul(member, field);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * No stored text may hold U+0000: PostgreSQL can not keep it in text or jsonb, and no name, tag or setting
+ * needs it. Refused the same way on both stores, so they give the same answers.
+ */
+function nulRefused(field: string, value: string): ApiError {
+  return new ApiError('COULD_NOT_VALIDATE', { cause: { field, reason: 'must not contain the NUL character (U+0000)', value } });
+}
+
 function registerJsonParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   // An empty JSON body is "no body" (authenticate?method=cert sends none); malformed JSON is a parse error.
@@ -152,8 +183,9 @@ function registerJsonParser(app: FastifyInstance): void {
     if (nestingDepthExceeds(text, maxJsonDepth)) {
       return done(new ApiError('COULD_NOT_PARSE_BODY', { cause: { code: 'UNHANDLED', message: `JSON nesting deeper than ${maxJsonDepth}` } }), undefined);
     }
+    let parsed: unknown;
     try {
-      done(null, JSON.parse(text));
+      parsed = JSON.parse(text);
     } catch (e) {
       done(
         new ApiError('COULD_NOT_PARSE_BODY', {
@@ -161,7 +193,12 @@ function registerJsonParser(app: FastifyInstance): void {
         }),
         undefined,
       );
+      return;
     }
+    // JSON can carry NUL only as the escape \u0000 (a raw control character is not JSON).
+    const nul = text.includes('\\u0000') ? firstNul(parsed) : undefined;
+    if (nul) return done(nulRefused(nul.field, nul.value), undefined);
+    done(null, parsed);
   });
 }
 
@@ -240,6 +277,10 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   const limiters = opts.admission ? { auth: new AdaptiveLimiter(opts.admission.auth), write: new AdaptiveLimiter(opts.admission.writes) } : undefined;
 
   app.addHook('onRequest', (req: FastifyRequest, reply, done) => {
+    if (req.url.includes('%00')) {
+      done(nulRefused('url', req.url));
+      return;
+    }
     if (limiters) {
       const kind = admissionClass(req.method, req.routeOptions.url ?? '');
       if (kind) {

@@ -482,6 +482,27 @@ describe('malformed GET /identities parameters', () => {
   });
 });
 
+describe('the NUL character', () => {
+  it('is refused in any body string or key and in the URL, with the field named, on both stores', async () => {
+    const name = uniqueName('nul');
+    const refused = async (res: HttpResponse, field: string) => {
+      assert.equal(res.status, 400, res.text);
+      assert.equal(res.body.error.code, 'COULD_NOT_VALIDATE');
+      assert.equal(res.body.error.cause.field, field);
+      assert.match(res.body.error.cause.reason, /NUL/);
+    };
+    await refused(await tc.mgmt.post('/identities', { name: `${name}\u0000x`, type: 'User', isAdmin: false }), 'name');
+    await refused(await tc.mgmt.post('/identities', { name, type: 'User', isAdmin: false, roleAttributes: ['ok', 'a\u0000'] }), 'roleAttributes[1]');
+    await refused(await tc.mgmt.post('/identities', { name, type: 'User', isAdmin: false, tags: { deep: { ['k\u0000']: 1 } } }), 'tags.deep.k\u0000');
+    await refused(await tc.mgmt.patch(`/identities/${target}`, { tags: { t: ['\u0000'] } }), 'tags.t[0]');
+    await refused(await tc.mgmt.get(`/identities?filter=${encodeURIComponent('name = "a\u0000"')}`), 'url');
+    await refused(await tc.mgmt.get('/identities/%00'), 'url');
+    const listed = await tc.mgmt.get(`/identities?filter=${encodeURIComponent(`name contains "${name}"`)}`);
+    assert.equal(listed.status, 200, listed.text);
+    assert.equal(listed.body.meta.pagination.totalCount, 0, 'nothing was created');
+  });
+});
+
 describe('after the malformed requests', () => {
   it('still has the same identities and authenticators and still answers /version', async () => {
     assert.equal(await identityCount(), identitiesBefore);

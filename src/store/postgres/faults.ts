@@ -74,7 +74,14 @@ export function storageUnavailable(reason: string): ApiError {
 
 /** `err` as the store throws it: STORAGE_UNAVAILABLE when the server could not do the work, else unchanged. */
 export function storeError(err: unknown, readOnly = false): unknown {
-  if (err instanceof ApiError || !isUnavailable(err, readOnly)) return err;
+  if (err instanceof ApiError) return err;
+  // Text PostgreSQL can not hold (U+0000 in text or jsonb) that reached the store by a way the HTTP layer does
+  // not check: the caller's input, so 400 and not 500.
+  const state = sqlState(err);
+  if (state === '22021' || state === '22P05') {
+    return new ApiError('COULD_NOT_VALIDATE', { cause: { field: '', reason: 'text must not contain the NUL character (U+0000)', value: '' } });
+  }
+  if (!isUnavailable(err, readOnly)) return err;
   const e = first(err) as { code?: unknown; message?: unknown };
   const message = typeof e?.message === 'string' && e.message ? e.message : String(e?.code ?? 'connection failed');
   return storageUnavailable(message.replace(/\s+/g, ' '));
