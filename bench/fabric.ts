@@ -29,7 +29,7 @@ import { decode, encode } from '../src/fabric/proto/index.ts';
 import { zitiBinary } from '../test/interop/ziti-bin.mjs';
 import { BENCH_ADMIN_PASSWORD } from './datasets/identities.ts';
 import { BenchRouter, enrollEdgeRouter, type BenchRouterCredentials } from './fabric-router.ts';
-import { apiClient, fmt, machine, percentileOf, pool, procStats, spawnReady, stopChild } from './lib.ts';
+import { apiClient, fmt, machine, percentileOf, pool, procStats, serverCpuMs, spawnReady, stopChild } from './lib.ts';
 
 export interface FabricSuiteOptions {
   /** Routers connected for the memory figure (N). */
@@ -50,6 +50,8 @@ export interface FabricSuiteOptions {
 
 /** A fresh database per controller on the suite's private cluster (`--store postgres`); undefined on SQLite. */
 let freshDatabase: ((label: string) => Promise<string>) | undefined;
+/** That cluster's postmaster pid, for its CPU time; undefined on SQLite. */
+let databasePid: (() => number | undefined) | undefined;
 
 const MANAGEMENT = '/edge/management/v1';
 const CLIENT = '/edge/client/v1';
@@ -299,6 +301,8 @@ export interface LoopFigures {
   firstError?: string;
   /** Controller CPU (primary + workers) over the run, % of one core. */
   cpuPct: number;
+  /** The PostgreSQL server's CPU over the run (all its processes), % of one core; absent on SQLite (in the controller). */
+  dbCpuPct?: number;
 }
 
 /**
@@ -310,6 +314,8 @@ async function closedLoop(pid: number, inFlight: number, seconds: number, op: ()
   let errors = 0;
   let firstError: string | undefined;
   const cpu0 = procStats(pid).cpuMs;
+  const dbPid = databasePid?.();
+  const db0 = dbPid ? serverCpuMs(dbPid) : 0;
   const start = performance.now();
   const deadline = start + seconds * 1000;
   let lastEnd = start;
@@ -329,6 +335,7 @@ async function closedLoop(pid: number, inFlight: number, seconds: number, op: ()
   );
   const wallMs = Math.max(1, lastEnd - start);
   const cpuPct = ((procStats(pid).cpuMs - cpu0) / wallMs) * 100;
+  const dbCpuPct = dbPid ? ((serverCpuMs(dbPid) - db0) / wallMs) * 100 : undefined;
   const sorted = [...latencies].sort((a, b) => a - b);
   return {
     inFlight,
@@ -340,6 +347,7 @@ async function closedLoop(pid: number, inFlight: number, seconds: number, op: ()
     errors,
     ...(firstError ? { firstError } : {}),
     cpuPct,
+    ...(dbCpuPct !== undefined ? { dbCpuPct } : {}),
     latencies,
   };
 }
@@ -546,7 +554,7 @@ export async function circuitPart(c: Controller, inFlights: number[], seconds: n
         afterResultP99Ms: percentileOf(ar, 99),
       };
       console.log(
-        `  circuits  in flight ${String(inFlight).padStart(2)}: ${fmt(circuits.perSecond)}/s, p50 ${circuits.p50Ms.toFixed(2)} ms, p99 ${circuits.p99Ms.toFixed(2)} ms, cpu ${circuits.cpuPct.toFixed(0)}%, ` +
+        `  circuits  in flight ${String(inFlight).padStart(2)}: ${fmt(circuits.perSecond)}/s, p50 ${circuits.p50Ms.toFixed(2)} ms, p99 ${circuits.p99Ms.toFixed(2)} ms, cpu ${circuits.cpuPct.toFixed(0)}%${circuits.dbCpuPct !== undefined ? ` (+ PostgreSQL ${circuits.dbCpuPct.toFixed(0)}%)` : ''}, ` +
           `${(row.ratio * 100).toFixed(1)}% of pings/s${circuits.errors ? `  !! ${circuits.errors} errors: ${circuits.firstError}` : ''}`,
       );
       rows.push(row);
@@ -729,7 +737,9 @@ export async function runFabricSuite(opts: FabricSuiteOptions): Promise<void> {
     return;
   }
   const { startTestPostgres } = await import('../test/support/postgres.ts');
-  const server = await startTestPostgres();
+  // Durable as an operator runs it (fsync, synchronous commit): the SQLite store answers writes once they are on disk too.
+  const server = await startTestPostgres({ durable: true });
+  databasePid = () => server.serverPid();
   let created = 0;
   freshDatabase = async (label) => {
     const name = `bench_${label.replace(/[^a-z0-9]/gi, '_')}_${++created}`;
@@ -748,6 +758,7 @@ export async function runFabricSuite(opts: FabricSuiteOptions): Promise<void> {
     for (const workers of opts.workers) await runOnce(opts, workers);
   } finally {
     freshDatabase = undefined;
+    databasePid = undefined;
     await server.stop();
   }
 }
@@ -881,12 +892,12 @@ function markdown(r: FabricResult): string {
       'measured by the script (includes the script\'s own RouteResult turnaround, microseconds). Baseline: channel pings ' +
       '(content type 1, answered with a Result) on the same connection, same concurrency, same duration.',
     '',
-    '| In flight | pings/s | ping p50 ms | ping p99 ms | circuits/s | circuit p50 ms | circuit p99 ms | circuits ÷ pings | → Route p50 / p99 ms | RouteResult → response p50 / p99 ms | controller CPU (circuits) | errors |',
-    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| In flight | pings/s | ping p50 ms | ping p99 ms | circuits/s | circuit p50 ms | circuit p99 ms | circuits ÷ pings | → Route p50 / p99 ms | RouteResult → response p50 / p99 ms | controller CPU (circuits) | PostgreSQL CPU (circuits) | errors |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...circuits.rows.map(
       (x) =>
         `| ${x.inFlight} | ${fmt(x.pings.perSecond)} | ${f2(x.pings.p50Ms)} | ${f2(x.pings.p99Ms)} | ${fmt(x.circuits.perSecond)} | ${f2(x.circuits.p50Ms)} | ${f2(x.circuits.p99Ms)} | ` +
-        `${(x.ratio * 100).toFixed(1)}% | ${f2(x.toRouteP50Ms)} / ${f2(x.toRouteP99Ms)} | ${f2(x.afterResultP50Ms)} / ${f2(x.afterResultP99Ms)} | ${x.circuits.cpuPct.toFixed(0)}% | ${x.circuits.errors + x.pings.errors} |`,
+        `${(x.ratio * 100).toFixed(1)}% | ${f2(x.toRouteP50Ms)} / ${f2(x.toRouteP99Ms)} | ${f2(x.afterResultP50Ms)} / ${f2(x.afterResultP99Ms)} | ${x.circuits.cpuPct.toFixed(0)}% | ${x.circuits.dbCpuPct !== undefined ? `${x.circuits.dbCpuPct.toFixed(0)}%` : '–'} | ${x.circuits.errors + x.pings.errors} |`,
     ),
     '',
     `"→ Route" is request sent → Route received (API session and session JWT checks, policies, terminator choice, Route ` +

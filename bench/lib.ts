@@ -281,6 +281,24 @@ function oneProcStats(pid: number): { cpuMs: number; rssMb: number } {
   }
 }
 
+/**
+ * CPU time (user + system, ms) a database server has used so far: its main process, the children it has reaped
+ * (PostgreSQL's backends of closed connections) and those alive (one backend per open connection).
+ */
+export function serverCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // utime, stime, cutime, cstime are fields 14 to 17 (1-based).
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const own = [11, 12, 13, 14].reduce((sum, i) => sum + Number(rest[i]), 0);
+    let ms = (own * 1000) / CLOCK_TICKS_PER_S;
+    for (const child of childrenOf(pid)) ms += oneProcStats(child).cpuMs;
+    return ms;
+  } catch {
+    return 0;
+  }
+}
+
 /** Direct children of a process (its worker processes when it serves with several). */
 function childrenOf(pid: number): number[] {
   try {

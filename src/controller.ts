@@ -182,7 +182,9 @@ export async function startController(config: Config, options: StartOptions = {}
 
     const clock = options.clock ?? systemClock;
     // The change feed keeps this process's in-memory state in step with writes of other worker processes.
-    const feed = createChangeFeed(store, { origin: options.origin, probe: store.commitMark });
+    // Model rows commit in seq order (src/cluster/change-feed.ts): a missing seq is one a rolled-back write used, not
+    // a row still to come, so none is waited for.
+    const feed = createChangeFeed(store, { origin: options.origin, probe: store.commitMark, gapWaitMs: 0 });
     const access = createAccessService(store, clock, feed);
     await access.load();
     registerMembershipTables(store, access);

@@ -10,9 +10,16 @@
  * written by other processes to the subscriber in seq order, and advances. A read made after another
  * process's write was acknowledged therefore sees that write (read-your-writes across processes).
  *
- * Portability (several controller instances on PostgreSQL later): only plain parameterized SQL here. A
- * sequence there may commit out of order, so a seq missing below the newest one read is remembered as a
- * gap and looked for again until `gapWaitMs` passes (on SQLite writers are serialized and gaps never occur).
+ * Model rows and runtime rows: the rows read here are those of model writes, which every store serializes
+ * (SQLite's one writer; on PostgreSQL a transaction-scoped advisory lock taken before the first row), so they
+ * commit in seq order. Runtime writes (`Store.writeRuntime`: circuits, router connections) add rows of the kinds in
+ * RUNTIME_FEED_KINDS beside them, without that lock; on PostgreSQL such a row may commit before a model row with a
+ * lower seq, so a reader that took the newest seq of all rows as its position could pass over a model row still
+ * to commit. Every reader therefore reads model rows only (MODEL_ROWS, index `change_feed_model`) and takes its
+ * position from them (`modelHead`). Runtime rows stay in the table for whoever lists the network's events.
+ *
+ * Gaps: a model seq missing below the newest one read (a sequence value a rolled-back write used) is remembered
+ * and looked for again until `gapWaitMs` passes; the controller waits for none, since model rows commit in order.
  * The optional `probe` is a dialect's cheap "has anyone else committed?" counter (SQLite: data_version);
  * without one every catch-up asks for the newest seq.
  *
@@ -26,6 +33,17 @@ export type FeedOp = 'set' | 'remove' | 'reload';
 
 /** Kind of the `reload everything` row. */
 export const RELOAD_ALL = 'all';
+
+/** Kinds of the rows runtime writes add (store triggers on `circuits` and `router_connections`). */
+export const RUNTIME_FEED_KINDS = ['circuit', 'routerConnection'] as const;
+
+/** SQL condition selecting model rows; the partial index `change_feed_model` (migration 0035) covers it. */
+export const MODEL_ROWS = `kind NOT IN (${RUNTIME_FEED_KINDS.map((k) => `'${k}'`).join(', ')})`;
+
+/** The newest model row's seq (0 when there is none). */
+export async function modelHead(q: Sql): Promise<number> {
+  return (await q.value<number | null>(`SELECT MAX(seq) AS seq FROM change_feed WHERE ${MODEL_ROWS}`)) ?? 0;
+}
 
 export interface FeedEntry {
   seq: number;
@@ -98,10 +116,9 @@ export function createChangeFeed(store: Store, options: ChangeFeedOptions = {}) 
     return (await q.value<number>('SELECT trimmed_through FROM change_feed_trim WHERE id = 1')) ?? 0;
   }
 
-  /** The newest seq ever written (the trim mark when every row has been trimmed). */
+  /** The newest model seq (the trim mark when it is higher: every such row has been trimmed). */
   async function head(q: Sql = store): Promise<number> {
-    const seq = await q.value<number | null>('SELECT MAX(seq) AS seq FROM change_feed');
-    return Math.max(seq ?? 0, await trimmedThrough(q));
+    return Math.max(await modelHead(q), await trimmedThrough(q));
   }
 
   function expireGaps(): void {
@@ -116,7 +133,7 @@ export function createChangeFeed(store: Store, options: ChangeFeedOptions = {}) 
   async function loaded(at: number, q: Sql = store): Promise<void> {
     gaps.clear();
     const from = Math.max(at - LOAD_GAP_SCAN, await trimmedThrough(q));
-    const seen = new Set(await q.column<number>('SELECT seq FROM change_feed WHERE seq > ? AND seq <= ?', [from, at]));
+    const seen = new Set(await q.column<number>(`SELECT seq FROM change_feed WHERE seq > ? AND seq <= ? AND ${MODEL_ROWS}`, [from, at]));
     const t = now();
     for (let seq = from + 1; seq <= at; seq++) if (!seen.has(seq)) gaps.set(seq, t);
     position = at;
@@ -125,10 +142,13 @@ export function createChangeFeed(store: Store, options: ChangeFeedOptions = {}) 
   function read(q: Sql): Promise<Row[]> {
     const missing = [...gaps.keys()];
     if (missing.length === 0) {
-      return q.all<Row>('SELECT seq, kind, entity_id, op, origin FROM change_feed WHERE seq > ? ORDER BY seq', [position]);
+      return q.all<Row>(`SELECT seq, kind, entity_id, op, origin FROM change_feed WHERE seq > ? AND ${MODEL_ROWS} ORDER BY seq`, [position]);
     }
     const marks = missing.map(() => '?').join(', ');
-    return q.all<Row>(`SELECT seq, kind, entity_id, op, origin FROM change_feed WHERE seq > ? OR seq IN (${marks}) ORDER BY seq`, [position, ...missing]);
+    return q.all<Row>(`SELECT seq, kind, entity_id, op, origin FROM change_feed WHERE (seq > ? OR seq IN (${marks})) AND ${MODEL_ROWS} ORDER BY seq`, [
+      position,
+      ...missing,
+    ]);
   }
 
   /** Catch-ups run one at a time, in call order. */

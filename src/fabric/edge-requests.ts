@@ -9,6 +9,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../store/store.ts';
+import { versionedLookup } from '../store/versioned-lookup.ts';
+import { createCircuitRows } from './circuit-rows.ts';
 import type { ControlChannel } from './channel/connection.ts';
 import {
   ChannelHeader,
@@ -163,7 +165,19 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
   const { store, log, terminators } = options;
   const now = options.now ?? (() => new Date());
   const circuits = new Map<string, Circuit>();
+  const circuitRows = createCircuitRows(store);
   const stats = new TerminatorStats();
+  /** A service's terminators (those of one instance, when the dialer names one), kept while no terminator changed. */
+  const terminatorLookup = versionedLookup(store, ['terminators'], (key: string) => {
+    const [serviceId, instanceId] = JSON.parse(key) as [string, string];
+    return store.all<TerminatorRow>(
+      `SELECT id, router_id, address, cost, precedence, host_id, peer_data, binding FROM terminators WHERE service_id = ? AND (CAST(? AS TEXT) = '' OR instance_id = ?)`,
+      [serviceId, instanceId, instanceId],
+    );
+  });
+  function terminatorsOf(serviceId: string, instanceId: string): Promise<readonly TerminatorRow[]> {
+    return terminatorLookup(JSON.stringify([serviceId, instanceId])).then((rows) => rows ?? []);
+  }
 
   // ---- terminators --------------------------------------------------------------------------------------------
 
@@ -294,12 +308,7 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
     for (let attempt = 0; attempt < CIRCUIT_ATTEMPTS; attempt++) {
       const { routers, links } = await options.mesh.graph();
       const paths = cheapestPaths(router.routerId, routers, links);
-      const candidates = (
-        await store.all<TerminatorRow>(
-          `SELECT id, router_id, address, cost, precedence, host_id, peer_data, binding FROM terminators WHERE service_id = ? AND (CAST(? AS TEXT) = '' OR instance_id = ?)`,
-          [granted.serviceId, instanceId, instanceId],
-        )
-      )
+      const candidates = (await terminatorsOf(granted.serviceId, instanceId))
         .filter((t) => !tried.has(t.id) && paths.has(t.router_id))
         .map((t) => ({ ...t, pathCost: paths.get(t.router_id)!.cost }));
       const stickyToken = peerData.get(PeerDataKey.XtStickinessToken)?.toString('utf8');
@@ -344,25 +353,8 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
       circuits.set(circuitId, circuit);
       stats.succeeded(terminator.id);
       stats.circuitOpened(terminator.id);
-      // A runtime row (store.ts): it does not wait for model writes.
-      await store.writeRuntime((tx) =>
-        tx.run(
-          `INSERT INTO circuits (id, owner, session_id, api_session_id, identity_id, service_id, terminator_id, path, links, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          [
-            circuitId,
-            options.owner,
-            circuit.sessionId,
-            circuit.apiSessionId,
-            circuit.identityId,
-            circuit.serviceId,
-            circuit.terminatorId,
-            JSON.stringify(circuit.path),
-            JSON.stringify(circuit.links),
-            circuit.createdAt.toISOString(),
-          ],
-        ),
-      );
+      // A runtime row (store.ts), written in a batch with those of other circuits (circuit-rows.ts).
+      await circuitRows.insert({ ...circuit, owner: options.owner });
       const answerPeerData = peerDataOf(terminator.peer_data);
       for (const [key, value] of result.headers) if (!ROUTE_RESULT_OWN.has(key) && key > ChannelHeader.IsFirstGroupConnection) answerPeerData.set(key, value);
       for (const key of LOCAL_PEER_DATA) answerPeerData.delete(key);
@@ -386,7 +378,9 @@ export function createEdgeRequests(options: EdgeRequestOptions) {
     if (circuits.get(circuit.id) !== circuit) return;
     circuits.delete(circuit.id);
     stats.circuitClosed(circuit.terminatorId);
-    await store.writeRuntime((tx) => tx.run('DELETE FROM circuits WHERE id = ?', [circuit.id]));
+    // Not waited for: a fault is handled in its channel's order, and the row's removal (batched with others) would hold
+    // up that router's next messages by a store round trip each.
+    void circuitRows.remove(circuit.id).catch((err: Error) => log.warn({ circuitId: circuit.id, err: err.message }, 'could not remove the row of an ended circuit'));
     for (const routerId of circuit.path) if (routerId !== except) await options.mesh.sendOn(routerId, unrouteMessage(circuit.id));
     log.info({ circuitId: circuit.id, reason }, 'circuit ended');
   }

@@ -9,6 +9,7 @@
 import { hashToken } from '../auth/api-session.service.ts';
 import { verifyJwt, type JwtSigningKey } from '../pki/enrollment-jwt.ts';
 import type { Store } from '../store/store.ts';
+import { versionedLookup } from '../store/versioned-lookup.ts';
 import type { PolicyMembership } from './data-model/full-state.ts';
 import { EdgeErrorCode } from './proto/edge-ctrl.ts';
 
@@ -51,11 +52,24 @@ export interface GrantedAccess {
 
 export function createServiceAccessCheck(deps: { store: Store; signer: JwtSigningKey; access: FabricAccess; now?: () => Date }) {
   const now = deps.now ?? (() => new Date());
+  const { store } = deps;
+  // The rows a request names, kept while their tables are unchanged: on PostgreSQL a circuit request then reads
+  // nothing from the store (src/store/versioned-lookup.ts).
+  const apiSessionByHash = versionedLookup(store, ['api_sessions'], (hash: string) =>
+    store.get<{ id: string; identity_id: string }>('SELECT id, identity_id FROM api_sessions WHERE token_hash = ?', [hash]),
+  );
+  const sessionById = versionedLookup(store, ['sessions'], (id: string) =>
+    store.get<{ id: string; service_id: string; session_type: string; api_session_id: string }>(
+      'SELECT id, service_id, session_type, api_session_id FROM sessions WHERE id = ?',
+      [id],
+    ),
+  );
+  const serviceById = versionedLookup(store, ['services'], (id: string) =>
+    store.get<{ id: string; encryption_required: number; terminator_strategy: string }>('SELECT id, encryption_required, terminator_strategy FROM services WHERE id = ?', [id]),
+  );
 
   async function check(routerId: string, apiSessionToken: string, sessionToken: string, type: 'Dial' | 'Bind'): Promise<GrantedAccess> {
-    const apiSession = await deps.store.get<{ id: string; identity_id: string }>('SELECT id, identity_id FROM api_sessions WHERE token_hash = ?', [
-      hashToken(apiSessionToken),
-    ]);
+    const apiSession = await apiSessionByHash(hashToken(apiSessionToken));
     if (!apiSession) throw new AccessRefused(EdgeErrorCode.InvalidApiSession, 'invalid api session');
     let claims: Record<string, unknown>;
     try {
@@ -66,18 +80,12 @@ export function createServiceAccessCheck(deps: { store: Store; signer: JwtSignin
     if (claims.z_t !== 's' || claims.z_asid !== apiSession.id || typeof claims.jti !== 'string') {
       throw new AccessRefused(EdgeErrorCode.InvalidSession, 'invalid session');
     }
-    const session = await deps.store.get<{ id: string; service_id: string; session_type: string; api_session_id: string }>(
-      'SELECT id, service_id, session_type, api_session_id FROM sessions WHERE id = ?',
-      [claims.jti],
-    );
+    const session = await sessionById(claims.jti);
     if (!session || session.api_session_id !== apiSession.id) throw new AccessRefused(EdgeErrorCode.InvalidSession, 'invalid session');
     if (session.session_type !== type) {
       throw new AccessRefused(EdgeErrorCode.WrongSessionType, `incorrect session type: expected ${type}, got ${session.session_type}`);
     }
-    const service = await deps.store.get<{ id: string; encryption_required: number; terminator_strategy: string }>(
-      'SELECT id, encryption_required, terminator_strategy FROM services WHERE id = ?',
-      [session.service_id],
-    );
+    const service = await serviceById(session.service_id);
     if (!service) throw new AccessRefused(EdgeErrorCode.InvalidService, `service ${session.service_id} not found`);
     await deps.access.catchUp();
     if (!(await deps.access.mayUse(apiSession.identity_id, apiSession.id, service.id, type))) {

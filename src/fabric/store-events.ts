@@ -5,6 +5,7 @@
  * store triggers, migration 0026).
  */
 import type { TokenSeal } from '../auth/token-seal.ts';
+import { modelHead } from '../cluster/change-feed.ts';
 import type { Sql, Store } from '../store/store.ts';
 import type { RouterApiSession } from './edge-sync.ts';
 
@@ -56,9 +57,12 @@ export interface SessionEvents {
   missed: boolean;
 }
 
-/** The change feed's newest seq: what a read of the API sessions in the same transaction includes. */
-export async function feedHead(q: Sql): Promise<number> {
-  return (await q.value<number>('SELECT COALESCE(MAX(seq), 0) FROM change_feed')) ?? 0;
+/**
+ * The change feed's newest model seq: what a read of the API sessions in the same transaction includes (model rows
+ * commit in seq order; a runtime row's seq says nothing of them: src/cluster/change-feed.ts).
+ */
+export function feedHead(q: Sql): Promise<number> {
+  return modelHead(q);
 }
 
 /**

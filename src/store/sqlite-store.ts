@@ -128,6 +128,8 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
   const writes = createQueue();
   // Changes whenever another connection commits, ours or another process's; no table is read.
   const dataVersion = reader.prepare('PRAGMA data_version').pluck();
+  /** Commits of this store: the mark of an in-memory store, whose one connection sees no data_version change of its own. */
+  let commits = 0;
 
   async function write<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     const release = await writes.acquire();
@@ -140,6 +142,7 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
       try {
         result = await work(tx);
         db.exec('COMMIT');
+        commits += 1;
       } catch (err) {
         if (db.inTransaction) db.exec('ROLLBACK');
         for (const fn of rollbacks) fn();
@@ -205,6 +208,7 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
     write,
     // One writer anyway (BEGIN IMMEDIATE), and a write takes microseconds: runtime rows take the same path.
     writeRuntime: write,
+    runRuntime: (sql, params = []) => write((tx) => tx.run(sql, params)),
     snapshot,
     versions,
     versioned,
@@ -212,7 +216,7 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
     columns: (table) => readSql.column<string>('SELECT name FROM pragma_table_info(?) ORDER BY cid', [table]),
     // File pages, b-trees and indexes against each other ('ok' alone when sound).
     integrityCheck: async () => (await readSql.column<string>('PRAGMA integrity_check')).filter((line) => line !== 'ok'),
-    commitMark: () => dataVersion.get(),
+    commitMark: reader === db ? () => commits : () => dataVersion.get(),
     durable: () => flusher?.durable(),
     async close() {
       await flusher?.close();

@@ -75,7 +75,9 @@ export type VersionedTable =
   | 'routers'
   | 'router_connections'
   | 'identity_router_connections'
-  | 'links';
+  | 'links'
+  | 'sessions'
+  | 'terminators';
 
 export type StoreKind = 'sqlite' | 'postgres';
 
@@ -104,8 +106,9 @@ export interface Store extends Sql {
    * speed (a circuit routed or ended, a router's connection row, the identities connected to a router, an API
    * session's activity time). On SQLite it is `write` (one writer anyway, microseconds). On PostgreSQL it does not
    * wait in the model-write queue nor take the advisory write lock: it runs beside model writes (a few at a time,
-   * its own small queue) and still sends the commit notice. Its change-feed rows (triggers) may therefore commit
-   * out of seq order; the feed's readers wait for such gaps (src/cluster/change-feed.ts).
+   * its own small queue) and still sends the commit notice. Its change-feed rows (triggers on `circuits` and
+   * `router_connections`) may therefore commit out of seq order: they are runtime rows, which the feed's readers
+   * pass over (src/cluster/change-feed.ts); work that adds any other feed row must use `write`.
    *
    * May use it: work that writes only such rows, each statement complete by itself (an insert, update or delete of
    * rows keyed by this process's own circuit, router connection or session), whose readers reload from the table
@@ -117,6 +120,14 @@ export interface Store extends Sql {
    * could change, and clean-ups of several tables at once (controller start, a dead process's rows: `write`).
    */
   writeRuntime<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * One statement as a runtime write of its own (`writeRuntime`'s rules). On PostgreSQL a statement on `circuits`
+   * runs in autocommit (one round trip), moves no commit mark (no cache, counter or feed reader depends on that
+   * table: its feed rows are runtime rows, and the fabric API reads it from the store) and does not wait for the
+   * server's WAL flush (a circuit row is runtime state no answer to a client promises). Other tables go through
+   * `writeRuntime`.
+   */
+  runRuntime(sql: string, params?: Params): Promise<RunResult>;
   /** Several reads that see one committed state. */
   snapshot<T>(work: (q: Sql) => Promise<T>): Promise<T>;
   /** The current counters of `tables` as one string (compare with `===`). */

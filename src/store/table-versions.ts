@@ -5,8 +5,9 @@
  */
 import type { Db } from './database.ts';
 import { prepare } from './entity-table.ts';
+import type { VersionedTable } from './store.ts';
 
-export type VersionedTable = 'services' | 'configs' | 'config_types' | 'identities' | 'api_sessions' | 'auth_policies' | 'api_session_activity' | 'routers' | 'router_connections' | 'identity_router_connections' | 'links';
+export type { VersionedTable };
 
 /** The current counters of `tables`, as one string (compare with `===`). */
 export function tableVersions(db: Db, tables: readonly VersionedTable[]): () => string {

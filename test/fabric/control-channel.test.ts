@@ -407,6 +407,62 @@ describe('control channel: terminators and circuits', async () => {
     conn.close();
   });
 
+  it('answers circuit requests from memory (no store read per circuit on PostgreSQL) and follows session and terminator changes at once', async () => {
+    const conn = await synced(router);
+    const bind = await session(host, 'Bind');
+    assert.equal((await createTerminator(conn, 'term-hot', host.token, bind.token)).result, 0);
+    const dialSession = await session(dialer, 'Dial');
+    /** One circuit: request, Route answered, response; ended by the dialer's fault. */
+    const circuit = async (): Promise<void> => {
+      const request = dial(conn, dialer.token, dialSession.token);
+      const routeMsg = await conn.nextOf(CtrlContentType.Route);
+      const route = decode('ctrl.Route', routeMsg.body);
+      const result = message(CtrlContentType.RouteResult, route.circuitId, [
+        [RouteResultHeader.Attempt, uint32Value(route.attempt)],
+        [RouteResultHeader.Success, Buffer.from([1])],
+      ]);
+      result.headers.set(ChannelHeader.ReplyFor, Buffer.from(Int32Array.of(routeMsg.sequence).buffer));
+      conn.send(result);
+      const response = await conn.replyTo(request);
+      assert.equal(response.contentType, EdgeContentType.CreateCircuitV2Response, response.body.toString());
+      conn.send(message(CtrlContentType.Fault, encode('ctrl.Fault', { subject: 1, id: route.circuitId })));
+    };
+    for (let i = 0; i < 3; i++) await circuit();
+    const store = tc.controller.store as unknown as { kind: string; pool?: { connect: (...args: unknown[]) => unknown } };
+    if (store.kind === 'postgres') {
+      // Model reads go through the main pool; circuit rows through connections of their own (runRuntime).
+      const pool = store.pool!;
+      const real = pool.connect.bind(pool);
+      let taken = 0;
+      pool.connect = (...args: unknown[]) => {
+        taken += 1;
+        return real(...args);
+      };
+      try {
+        for (let i = 0; i < 30; i++) await circuit();
+      } finally {
+        pool.connect = real;
+      }
+      assert.ok(taken <= 3, `${taken} store connections taken for 30 circuits (background reads only)`);
+    }
+
+    // The terminator removed through the API: the very next dial finds none.
+    assert.equal((await tc.mgmt.delete('/terminators/term-hot')).status, 200);
+    const none = await conn.replyTo(dial(conn, dialer.token, dialSession.token));
+    assert.equal(readUint32(none.headers.get(EdgeErrorHeader.ErrorCode)), 8, none.body.toString());
+    // The dial session deleted through the API: the very next dial is refused as an unknown session.
+    assert.equal((await createTerminator(conn, 'term-hot', host.token, bind.token)).result, 0);
+    await circuit();
+    assert.equal((await tc.mgmt.delete(`/sessions/${dialSession.id}`)).status, 200);
+    const gone = await conn.replyTo(dial(conn, dialer.token, dialSession.token));
+    assert.equal(readUint32(gone.headers.get(EdgeErrorHeader.ErrorCode)), 3, gone.body.toString());
+    // Every ended circuit's row goes (written in batches, after the fault).
+    await eventually(async () => (await tc.controller.store.value<number>("SELECT COUNT(*) FROM circuits WHERE session_id = ?", [dialSession.id])) === 0, 'the circuit rows are removed');
+    const seq = conn.send(message(CtrlContentType.RemoveTerminatorsRequest, encode('ctrl.RemoveTerminatorsRequest', { terminatorIds: ['term-hot'] })));
+    assert.ok(isSuccess(await conn.replyTo(seq)));
+    conn.close();
+  });
+
   it('refuses binds and dials the policies or session types do not allow, with the edge error codes', async () => {
     const conn = await synced(router);
     const dialSession = await session(dialer, 'Dial');

@@ -78,6 +78,26 @@ describe('the commit mark on PostgreSQL', () => {
     assert.ok(queries - afterStale <= 1, `at most one poll tick's check in 100 reads, saw ${queries - afterStale} queries`);
   });
 
+  it('is not moved by a circuit row (runRuntime), and is by any other runtime write', async () => {
+    const row = ['ci1', 'p1', 'se1', 'as1', 'i1', 's1', 't1', '[]', T0];
+    const circuitSql = 'INSERT INTO circuits (id, owner, session_id, api_session_id, identity_id, service_id, terminator_id, path, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)';
+    await new Promise((r) => setTimeout(r, 450)); // any notice still on its way has arrived
+    const markA = a.commitMark!();
+    const markB = b.commitMark!();
+    assert.equal((await a.runRuntime(circuitSql, row)).changes, 1);
+    assert.equal((await a.runRuntime('DELETE FROM circuits WHERE id = ?', ['ci1'])).changes, 1);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(a.commitMark!(), markA, 'the writing process: no move');
+    assert.equal(b.commitMark!(), markB, 'another process: no notice');
+    // The row and its feed rows are there all the same.
+    assert.deepEqual(await b.column("SELECT op FROM change_feed WHERE kind = 'circuit' AND entity_id = 'ci1' ORDER BY seq"), ['set', 'remove']);
+    // Any other runtime write sends its notice.
+    await new Promise((r) => setTimeout(r, 450));
+    const before = b.commitMark!();
+    await a.writeRuntime((tx) => tx.run("UPDATE api_sessions SET last_activity_at = ? WHERE id = 'none'", [T0]));
+    await until(() => b.commitMark!() !== before, 2000);
+  });
+
   it("follows another process's commit by its notification", async () => {
     const count = b.versioned(['services'], async (q) => Number(await q.value('SELECT COUNT(*) FROM services')));
     const before = await count();

@@ -6,7 +6,7 @@
  * (created by Debian's package) and its programs run through `runuser`.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -21,6 +21,8 @@ export interface TestPostgres {
    * goes on meanwhile.
    */
   stopServer(): Promise<void>;
+  /** The postmaster's pid while the server runs (its backends are its children). */
+  serverPid(): number | undefined;
   /** Starts the server stopped by `stopServer` again, on the same port and data dir; resolves once it accepts connections. */
   startServer(): Promise<void>;
   /** Stops the server (if running) and removes the cluster. */
@@ -40,7 +42,11 @@ function serverBinaries(): string {
   throw new Error('PostgreSQL server programs (initdb, pg_ctl) were not found: install Debian\'s postgresql package or set PORTCULLIS_PG_BIN');
 }
 
-export async function startTestPostgres(): Promise<TestPostgres> {
+/**
+ * `durable`: the server's defaults for durability (fsync, synchronous commit, full page writes), as an operator
+ * runs it; benchmarks use it. Tests do without them (faster; nothing in a test outlives the machine).
+ */
+export async function startTestPostgres(opts: { durable?: boolean } = {}): Promise<TestPostgres> {
   const bin = serverBinaries();
   const asRoot = process.getuid?.() === 0;
   const dir = mkdtempSync(join(tmpdir(), 'portcullis-pg-'));
@@ -68,7 +74,8 @@ export async function startTestPostgres(): Promise<TestPostgres> {
   const data = join(dir, 'data');
   run('initdb', ['-D', data, '-A', 'trust', '-U', 'portcullis', '--encoding=UTF8', '--locale=C.UTF-8', '--no-sync']);
   const port = await freePort();
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c shared_buffers=64MB`;
+  const relaxed = opts.durable ? '' : ' -c fsync=off -c synchronous_commit=off -c full_page_writes=off';
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1${relaxed} -c max_connections=400 -c shared_buffers=64MB`;
   const startArgs = ['-D', data, '-l', join(dir, 'server.log'), '-o', options, '-w', '-t', '60', 'start'];
   run('pg_ctl', startArgs);
   let running = true;
@@ -78,6 +85,13 @@ export async function startTestPostgres(): Promise<TestPostgres> {
   await admin.end();
   return {
     url: `postgres://portcullis@127.0.0.1:${port}/portcullis_test`,
+    serverPid() {
+      try {
+        return Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]) || undefined;
+      } catch {
+        return undefined;
+      }
+    },
     async stopServer() {
       if (!running) throw new Error('the test PostgreSQL server is not running');
       await runAsync('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);

@@ -28,6 +28,7 @@
  *   index moved since the last one a router got.
  * - With no subscription for 10 minutes the model is dropped (the next subscription starts it again).
  */
+import { modelHead } from '../../cluster/change-feed.ts';
 import type { Sql, Store } from '../../store/store.ts';
 import { message, stringValue, uint64Value, type ChannelMessage } from '../channel/message.ts';
 import { encode } from '../proto/index.ts';
@@ -99,6 +100,8 @@ interface ModelState {
   buffer: ChangeSetBuffer;
   /** Highest feed seq read. */
   position: number;
+  /** The store's commit mark when the feed was last read: while it stands, nobody committed and nothing is read. */
+  readAt?: unknown;
   /** The kept full state, until the change sets since it grow too large. */
   full?: KeptFullState;
 }
@@ -131,8 +134,9 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
     return done;
   }
 
-  async function head(q: Sql = store): Promise<number> {
-    return (await q.value<number>('SELECT COALESCE(MAX(seq), 0) FROM change_feed')) ?? 0;
+  /** The newest model seq (runtime rows say nothing of model rows still to commit: src/cluster/change-feed.ts). */
+  function head(q: Sql = store): Promise<number> {
+    return modelHead(q);
   }
 
   async function trimmedThrough(q: Sql = store): Promise<number> {
@@ -166,8 +170,13 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
 
   /** Applies the feed rows above the position. Returns whether the model moved or restarted. */
   async function advance(s: ModelState): Promise<'same' | 'moved' | 'restarted'> {
+    const mark = store.commitMark?.();
+    if (mark !== undefined && s.readAt === mark) return 'same';
     const top = await head();
-    if (top <= s.position) return 'same';
+    if (top <= s.position) {
+      s.readAt = mark;
+      return 'same';
+    }
     if ((await trimmedThrough()) > s.position) {
       log.warn({ position: s.position }, 'router data model missed trimmed change-feed rows, loading it again');
       state = await load();
@@ -181,12 +190,14 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
     ).map((r): FeedRow => ({ seq: r.seq, kind: r.kind, entityId: r.entity_id, op: r.op }));
     if (rows.length === 0) {
       s.position = top;
+      s.readAt = mark;
       return 'same';
     }
     // The access index up to the rows (at least), then the entities they name in one snapshot.
     await access.catchUp();
     const result = await store.snapshot((q) => s.builder.apply(rows, q));
     s.position = top;
+    s.readAt = mark;
     if (result.kind === 'none') return 'same';
     if (result.kind === 'reset') {
       log.info({ position: top }, 'access index rebuilt, loading the router data model again');

@@ -27,6 +27,7 @@
  * on makes `write` fail at commit (nothing is committed, onRollback hooks run); unquoted aliases come back
  * lower-case.
  */
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { positionalParameters, postgresDialect } from '../../query/dialect.ts';
 import type { ForeignKey, PageQuery, PageRows, Params, Row, RunResult, Sql, Store, Tx, VersionedTable } from '../store.ts';
@@ -61,6 +62,11 @@ export interface PostgresStore extends Store {
   /** `host:port/database as user`, for logs (never the password). */
   readonly location: string;
 }
+
+/** Runtime tables no value read through the commit mark depends on (`runRuntime`). */
+const QUIET_TABLES = new Set(['circuits']);
+/** The table an INSERT, UPDATE or DELETE statement writes. */
+const STATEMENT_TABLE = /^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+([A-Za-z_][A-Za-z0-9_]*)/i;
 
 /** The channel every write notifies at its commit (`pg_notify` is delivered on commit, never on rollback). */
 const COMMIT_CHANNEL = 'portcullis_commits';
@@ -178,13 +184,19 @@ function columnsOn(q: Sql, table: string): Promise<string[]> {
   );
 }
 
-type Query = (sql: string, params: Params, array?: boolean) => Promise<pg.QueryResult>;
+/** `name`: run as a prepared statement of that name (parsed and planned once per connection). */
+type Query = (sql: string, params: Params, array?: boolean, name?: string) => Promise<pg.QueryResult>;
 
 function queryOn(client: pg.ClientBase): Query {
-  return (sql, params, array) =>
+  return (sql, params, array, name) =>
     array
-      ? client.query({ text: pgText(sql), values: params as unknown[], rowMode: 'array' })
-      : client.query({ text: pgText(sql), values: params as unknown[] });
+      ? client.query({ text: pgText(sql), values: params as unknown[], rowMode: 'array', ...(name ? { name } : {}) })
+      : client.query({ text: pgText(sql), values: params as unknown[], ...(name ? { name } : {}) });
+}
+
+/** A prepared statement's name for a text: one per text, whatever connection runs it. */
+function statementName(sql: string): string {
+  return `pc_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`;
 }
 
 async function pageOn(query: Query, source: string, q: PageQuery): Promise<PageRows> {
@@ -290,7 +302,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       super(own);
     }
   }
-  const pool = new pg.Pool({
+  const poolConfig: pg.PoolConfig = {
     ...location.config,
     Client: TimedClient,
     application_name: options.applicationName ?? location.config.application_name ?? 'portcullis',
@@ -303,7 +315,8 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 30_000,
     query_timeout: statementTimeoutMs + 2000,
     types,
-  });
+  };
+  const pool = new pg.Pool(poolConfig);
   // A pooled connection that fails while idle (server restart, network) is removed by the pool, which then emits
   // 'error': without a listener that would end the process. One taken out of the pool reports on itself.
   pool.on('error', (err) => report(`PostgreSQL connection at ${location.where} lost: ${clean(err.message)}`));
@@ -338,10 +351,27 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   /** Bumped each time a connection could not be opened (the server is unreachable). */
   let outages = 0;
 
-  async function acquire(): Promise<pg.PoolClient> {
+  /**
+   * The connections of quiet runtime statements (`runRuntime`), opened at the first: their commits do not wait for
+   * the server's WAL flush (`synchronous_commit = off`). Such rows are runtime state that no answer to a client
+   * promises: after a server crash the last moments of them may be missing, and the process that owns them
+   * rewrites nothing it needs. Every other write still waits for the flush.
+   */
+  let quietPool: pg.Pool | undefined;
+  function quietConnections(): pg.Pool {
+    if (quietPool === undefined) {
+      const options = [location.config.options, '-c synchronous_commit=off'].filter(Boolean).join(' ');
+      quietPool = new pg.Pool({ ...poolConfig, max: RUNTIME_WRITES, options });
+      quietPool.on('error', (err) => report(`PostgreSQL connection at ${location.where} lost: ${clean(err.message)}`));
+      quietPool.on('connect', (client) => client.on('error', () => undefined));
+    }
+    return quietPool;
+  }
+
+  async function acquire(from: pg.Pool = pool): Promise<pg.PoolClient> {
     if (closed) throw storageUnavailable('the store is closed');
     try {
-      return await pool.connect();
+      return await from.connect();
     } catch (err) {
       const message = (err as Error).message || 'cannot connect';
       // Every connection busy for a statement's time is load, not an outage.
@@ -358,9 +388,10 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   }
 
   /** One call on a pooled connection; a read that fails on a connection gone stale while idle is tried once more. */
-  const autocommit: Exec = async (work, retryable) => {
+  const autocommit: Exec = (work, retryable) => autocommitOn(pool, work, retryable);
+  async function autocommitOn<R>(from: pg.Pool, work: (query: Query) => Promise<R>, retryable: boolean): Promise<R> {
     for (let attempt = 0; ; attempt++) {
-      const client = await acquire();
+      const client = await acquire(from);
       const reused = used.has(client);
       used.add(client);
       try {
@@ -374,7 +405,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
         throw storeError(err);
       }
     }
-  };
+  }
 
   /** A connection inside a transaction: calls run one after another, the first failure is kept. */
   async function openTransaction(begin: string, readOnly: boolean) {
@@ -537,6 +568,23 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     return transaction(runtimeWrites, BEGIN_RUNTIME, work);
   }
 
+  /**
+   * One runtime statement. On `circuits` (QUIET_TABLES): in autocommit on a quiet connection, one round trip, no
+   * commit notice and no move of the mark, since nothing read through the mark depends on that table. Else as
+   * `writeRuntime`.
+   */
+  async function runRuntime(sql: string, params: Params = []): Promise<RunResult> {
+    const table = STATEMENT_TABLE.exec(sql)?.[1]?.toLowerCase();
+    if (table === undefined || !QUIET_TABLES.has(table)) return writeRuntime((tx) => tx.run(sql, params));
+    const release = await runtimeWrites.acquire();
+    try {
+      // Few texts (one per batch size), run again and again: prepared once per connection.
+      return { changes: (await autocommitOn(quietConnections(), (q) => q(sql, params, false, statementName(sql)), false)).rowCount ?? 0 };
+    } finally {
+      release();
+    }
+  }
+
   async function transaction<T>(queue: { acquire(): Promise<() => void> }, begin: string, work: (tx: Tx) => Promise<T>): Promise<T> {
     const seen = outages;
     const release = await queue.acquire();
@@ -649,6 +697,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     ...readSql,
     write,
     writeRuntime,
+    runRuntime,
     snapshot,
     versions,
     versioned,
@@ -669,6 +718,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       clearInterval(poll);
       if (retry) clearTimeout(retry);
       await listener?.end().catch(() => undefined);
+      await quietPool?.end().catch(() => undefined);
       await pool.end();
     },
   };
