@@ -720,7 +720,7 @@ async function e2ePart(c: Controller, tmp: string, ziti: string, seconds: number
 
 // ---- the suite ---------------------------------------------------------------------------------------------------------
 
-interface FabricResult {
+export interface FabricResult {
   suite: 'fabric';
   date: string;
   machine: ReturnType<typeof machine>;
@@ -731,10 +731,11 @@ interface FabricResult {
   wallS: number;
 }
 
-export async function runFabricSuite(opts: FabricSuiteOptions): Promise<void> {
+export async function runFabricSuite(opts: FabricSuiteOptions): Promise<FabricResult[]> {
+  const results: FabricResult[] = [];
   if (opts.store !== 'postgres') {
-    for (const workers of opts.workers) await runOnce(opts, workers);
-    return;
+    for (const workers of opts.workers) results.push(await runOnce(opts, workers));
+    return results;
   }
   const { startTestPostgres } = await import('../test/support/postgres.ts');
   // Durable as an operator runs it (fsync, synchronous commit): the SQLite store answers writes once they are on disk too.
@@ -755,7 +756,8 @@ export async function runFabricSuite(opts: FabricSuiteOptions): Promise<void> {
     return url.toString();
   };
   try {
-    for (const workers of opts.workers) await runOnce(opts, workers);
+    for (const workers of opts.workers) results.push(await runOnce(opts, workers));
+    return results;
   } finally {
     freshDatabase = undefined;
     databasePid = undefined;
@@ -763,7 +765,7 @@ export async function runFabricSuite(opts: FabricSuiteOptions): Promise<void> {
   }
 }
 
-async function runOnce(opts: FabricSuiteOptions, workers: number): Promise<void> {
+async function runOnce(opts: FabricSuiteOptions, workers: number): Promise<FabricResult> {
   const started = performance.now();
   const tmp = mkdtempSync(join(tmpdir(), 'portcullis-bench-fabric-'));
   const inFlights = [...new Set([1, opts.inFlight])];
@@ -809,6 +811,7 @@ async function runOnce(opts: FabricSuiteOptions, workers: number): Promise<void>
     writeFileSync(join('bench', 'results', `fabric${suffix}.md`), report);
     console.log('\n' + report);
     console.log(`written to bench/results/fabric${suffix}.md and fabric${suffix}.json (${result.wallS.toFixed(0)} s)`);
+    return result;
   } finally {
     killExternalSync();
     rmSync(tmp, { recursive: true, force: true });

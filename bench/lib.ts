@@ -230,6 +230,8 @@ export interface LoadFigures {
   total: number;
   /** Server process CPU over the window, in percent of one core (can exceed 100: GC and libuv threads). */
   cpuPct: number;
+  /** The database server's CPU over the window (PostgreSQL, all its processes), in percent of one core; absent on SQLite. */
+  dbCpuPct?: number;
   /** Server process resident set at the end of the window, MB. */
   rssMb: number;
   /** Open loop only: the requested arrival rate (req/s). */
@@ -323,14 +325,28 @@ export function procStats(pid: number): { cpuMs: number; rssMb: number; processe
   return total;
 }
 
-/** Runs `work` while sampling the server's CPU time; returns the CPU share over the wall time and the final RSS. */
-export async function withServerStats<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; cpuPct: number; rssMb: number }> {
+/** Controller pid → the pid of the database server it uses (PostgreSQL's postmaster), whose CPU counts with it. */
+const databaseServers = new Map<number, () => number | undefined>();
+
+/** From now on, runs measured against `controllerPid` also report the CPU of the database server `serverPid()`. */
+export function setDatabaseServer(controllerPid: number, serverPid: () => number | undefined): void {
+  databaseServers.set(controllerPid, serverPid);
+}
+
+/**
+ * Runs `work` while sampling the server's CPU time; returns the CPU share over the wall time and the final RSS, and
+ * the database server's CPU share when the server has one registered (`setDatabaseServer`).
+ */
+export async function withServerStats<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; cpuPct: number; rssMb: number; dbCpuPct?: number }> {
+  const dbPid = databaseServers.get(pid)?.();
   const before = procStats(pid);
+  const db0 = dbPid ? serverCpuMs(dbPid) : 0;
   const t0 = performance.now();
   const result = await work();
   const wall = performance.now() - t0;
   const after = procStats(pid);
-  return { result, cpuPct: wall > 0 ? ((after.cpuMs - before.cpuMs) / wall) * 100 : 0, rssMb: after.rssMb };
+  const dbCpuPct = dbPid && wall > 0 ? ((serverCpuMs(dbPid) - db0) / wall) * 100 : undefined;
+  return { result, cpuPct: wall > 0 ? ((after.cpuMs - before.cpuMs) / wall) * 100 : 0, rssMb: after.rssMb, ...(dbCpuPct !== undefined ? { dbCpuPct } : {}) };
 }
 
 /**
@@ -365,8 +381,9 @@ export async function closedLoop(
         },
       ],
     });
-  const { result: r, cpuPct, rssMb } = await withServerStats(opts.pid, async () => run());
+  const { result: r, cpuPct, rssMb, dbCpuPct } = await withServerStats(opts.pid, async () => run());
   return {
+    ...(dbCpuPct !== undefined ? { dbCpuPct } : {}),
     rps: r.duration > 0 ? r.requests.total / r.duration : r.requests.average,
     p50: r.latency.p50,
     p99: r.latency.p99,
@@ -479,7 +496,7 @@ export async function openLoop(port: number, gen: RequestGen, opts: OpenLoopOpti
   );
   const t0 = performance.now();
   opts.onStart?.();
-  const { cpuPct, rssMb } = await withServerStats(opts.pid, work);
+  const { cpuPct, rssMb, dbCpuPct } = await withServerStats(opts.pid, work);
   agent.destroy();
   const ok = Array.from(latencies).filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
   const window = Math.max(1, (lastEnd || performance.now()) - t0) / 1000;
@@ -492,6 +509,7 @@ export async function openLoop(port: number, gen: RequestGen, opts: OpenLoopOpti
     errors,
     total: ok.length,
     cpuPct,
+    ...(dbCpuPct !== undefined ? { dbCpuPct } : {}),
     rssMb,
     targetRate: opts.rate,
     max: ok.length ? ok[ok.length - 1]! : Number.NaN,

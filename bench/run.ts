@@ -20,6 +20,7 @@ import { runVsUpstream } from './vs-upstream.ts';
 import type { SizeName } from './datasets/sized.ts';
 import { killChildren, killChildrenOnExit } from './lib.ts';
 import { SCENARIOS, runScenario } from './scenarios/index.ts';
+import { STORE_SCENARIOS, runStoresSuite } from './stores.ts';
 
 const args = process.argv.slice(2);
 function opt(name: string, fallback: number): number {
@@ -36,7 +37,7 @@ function str(name: string): string | undefined {
 const scenario = str('--scenario');
 const suiteIndex = args.indexOf('--suite');
 const suite = suiteIndex >= 0 ? args[suiteIndex + 1] : 'all';
-if (!['identities', 'access', 'enrollment', 'fabric', 'fabric-scale', 'upstream', 'soak', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access, enrollment, fabric, fabric-scale, upstream, soak or all');
+if (!['identities', 'access', 'enrollment', 'fabric', 'stores', 'fabric-scale', 'upstream', 'soak', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access, enrollment, fabric, stores, fabric-scale, upstream, soak or all');
 // fabric-scale: 5 s per circuit run by default (it measures twice per size, on datasets that take a while to load).
 const duration = opt('--duration', scenario || suite === 'fabric-scale' || suite === 'upstream' ? 5 : 10);
 const connections = opt('--connections', 16);
@@ -79,13 +80,19 @@ try {
   if (!scenario && (suite === 'enrollment' || suite === 'all')) {
     await runEnrollmentSuite({ enrollments: opt('--enrollments', 250), duration, connections });
   }
-  if (!scenario && (suite === 'fabric' || suite === 'all')) {
+  // `all` runs the fabric suite inside `stores`, on both stores.
+  if (!scenario && suite === 'fabric') {
     // --workers takes one count or a list (1,2): one full run of the suite per entry.
     const workers = (str('--workers') ?? '1').split(',').map(Number);
     if (!workers.every((w) => Number.isInteger(w) && w >= 1)) throw new Error('--workers needs positive integers (e.g. 1 or 1,2)');
     const store = str('--store') ?? 'sqlite';
     if (store !== 'sqlite' && store !== 'postgres') throw new Error('--store must be sqlite or postgres');
     await runFabricSuite({ routers: opt('--routers', 100), inFlight: opt('--in-flight', 16), duration, workers, store });
+  }
+  if (!scenario && (suite === 'stores' || suite === 'all')) {
+    const scenarios = (str('--scenarios') ?? STORE_SCENARIOS.join(',')).split(',');
+    const size = (str('--size') ?? 'medium') as SizeName;
+    await runStoresSuite({ size, scenarios, duration, connections, routers: opt('--routers', 100), inFlight: opt('--in-flight', 16), durability: !args.includes('--no-durability') });
   }
   // Not part of `all`: it needs the sized datasets (generated on first use, a minute or two for large).
   if (!scenario && suite === 'fabric-scale') {

@@ -16,6 +16,7 @@ import {
   pool,
   spawnReady,
   stopChild,
+  setDatabaseServer,
   type ClientTls,
   type LoadFigures,
   type RequestGen,
@@ -58,6 +59,12 @@ export interface ScenarioOptions {
   targetRate: number;
   /** Worker processes of the controller under test (`--workers`). */
   workers: number;
+  /**
+   * Run on PostgreSQL: `database()` gives a fresh database holding the dataset's records (one per scenario, kept across
+   * the scenario's restarts), `serverPid()` the server whose CPU is counted with the controller's. Results go to
+   * `<scenario>-<size>-pg.json`. Absent: the SQLite store in the private data directory.
+   */
+  postgres?: { database: () => Promise<string>; serverPid: () => number | undefined };
 }
 
 /** One measured run. */
@@ -88,7 +95,7 @@ export interface ScenarioResult {
   date: string;
   machine: ReturnType<typeof machine>;
   dataset: { counts: Record<string, number>; loadMs: number; seed: number };
-  settings: { duration: number; connections: number; openFraction: number; maxRate: number; warmupS: number; targetRate?: number; workers?: number };
+  settings: { duration: number; connections: number; openFraction: number; maxRate: number; warmupS: number; targetRate?: number; workers?: number; store?: 'sqlite' | 'postgres' };
   notes: string[];
   rows: ResultRow[];
   metrics: Metric[];
@@ -120,6 +127,8 @@ export class Bench {
   private readonly tmp: string;
   /** The private copy of the dataset's data directory the controller runs on. */
   readonly dataDir: string;
+  /** The scenario's own PostgreSQL database (`opts.postgres`). */
+  private databaseUrl?: string;
 
   private constructor(
     readonly scenario: string,
@@ -138,6 +147,11 @@ export class Bench {
     const dataset = JSON.parse(readFileSync(marker, 'utf8')) as Dataset;
     const bench = new Bench(scenario, title, opts, dataset);
     cpSync(opts.dataDir, bench.dataDir, { recursive: true });
+    if (opts.postgres) {
+      // The records are in the scenario's database; the data directory keeps the PKI and the settings.
+      bench.databaseUrl = await opts.postgres.database();
+      rmSync(join(bench.dataDir, 'portcullis.db'), { force: true });
+    }
     console.log(`[${scenario}] ${title} — dataset ${dataset.size} (${Object.entries(dataset.counts).map(([k, v]) => `${v} ${k}`).join(', ')})`);
     await bench.startController();
     return bench;
@@ -159,7 +173,9 @@ export class Bench {
   /** `flags` are passed to the controller (e.g. `--auth-limit 0`). */
   async startController(flags: string[] = []): Promise<{ spawnToReadyMs: number }> {
     const t0 = performance.now();
-    this.controller = await spawnReady<ServeInfo>('bench/serve.ts', [this.dataDir, '0', String(this.opts.workers), ...flags]);
+    const database = this.databaseUrl ? ['--database-url', this.databaseUrl] : [];
+    this.controller = await spawnReady<ServeInfo>('bench/serve.ts', [this.dataDir, '0', String(this.opts.workers), ...flags, ...database]);
+    if (this.opts.postgres) setDatabaseServer(this.controller.child.pid!, this.opts.postgres.serverPid);
     return { spawnToReadyMs: performance.now() - t0 };
   }
 
@@ -284,7 +300,7 @@ export class Bench {
     const flag = row.non2xx || row.errors ? `  !! non-2xx ${row.non2xx}, errors ${row.errors}` : '';
     const rate = row.mode === 'open' || row.mode === 'target' ? ` @${row.targetRate}/s` : ` c=${row.connections}`;
     console.log(
-      `  ${row.load} | ${row.server.padEnd(10)} | ${row.mode}${rate} | ${row.rps.toFixed(0)} req/s | p50 ${row.p50.toFixed(2)} p99 ${row.p99.toFixed(2)} p99.9 ${row.p999.toFixed(2)} ms | cpu ${row.cpuPct.toFixed(0)}% rss ${row.rssMb.toFixed(0)} MB${flag}`,
+      `  ${row.load} | ${row.server.padEnd(10)} | ${row.mode}${rate} | ${row.rps.toFixed(0)} req/s | p50 ${row.p50.toFixed(2)} p99 ${row.p99.toFixed(2)} p99.9 ${row.p999.toFixed(2)} ms | cpu ${row.cpuPct.toFixed(0)}%${row.dbCpuPct !== undefined ? ` + PostgreSQL ${row.dbCpuPct.toFixed(0)}%` : ''} rss ${row.rssMb.toFixed(0)} MB${flag}`,
     );
   }
 
@@ -307,14 +323,14 @@ export class Bench {
       date: new Date().toISOString(),
       machine: machine(),
       dataset: { counts: this.dataset.counts, loadMs: this.dataset.loadMs, seed: this.dataset.seed },
-      settings: { duration: this.opts.duration, connections: this.opts.connections, openFraction: this.opts.openFraction, maxRate: this.opts.maxRate, warmupS: WARMUP_S, targetRate: this.opts.targetRate, workers: this.opts.workers },
+      settings: { duration: this.opts.duration, connections: this.opts.connections, openFraction: this.opts.openFraction, maxRate: this.opts.maxRate, warmupS: WARMUP_S, targetRate: this.opts.targetRate, workers: this.opts.workers, store: this.opts.postgres ? 'postgres' : 'sqlite' },
       notes: this.notes,
       rows: this.rows,
       metrics: this.metrics,
       ...(this.extra === undefined ? {} : { extra: this.extra }),
     };
     mkdirSync(join('bench', 'results'), { recursive: true });
-    const file = join('bench', 'results', `${this.scenario}-${this.opts.size}${this.opts.workers > 1 ? `-w${this.opts.workers}` : ''}.json`);
+    const file = join('bench', 'results', `${this.scenario}-${this.opts.size}${this.opts.workers > 1 ? `-w${this.opts.workers}` : ''}${this.opts.postgres ? '-pg' : ''}.json`);
     writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
     console.log(`  written ${file}`);
     await this.close();

@@ -101,6 +101,8 @@ let touched = new Set<Record>();
  */
 const busy = new Set<Record>();
 let writes = 0;
+/** Writes answered 2xx: each must be found after the restarts. */
+let acknowledged = 0;
 
 /** One client's writes until the controller dies under it. */
 async function client(mgmt: HttpClient, cycle: number, n: number, stop: { dead: boolean }): Promise<void> {
@@ -116,6 +118,7 @@ async function client(mgmt: HttpClient, cycle: number, n: number, stop: { dead: 
         touched.add(record);
         const res = await mgmt.post('/identities', { name: record.name, type: 'User', isAdmin: false, appData: { v: 0 } });
         if (res.status === 201) {
+          acknowledged++;
           record.created = 'yes';
           record.id = res.body.data.id;
         } else {
@@ -130,6 +133,7 @@ async function client(mgmt: HttpClient, cycle: number, n: number, stop: { dead: 
         record.values.add(v);
         const res = await mgmt.patch(`/identities/${record.id}`, { appData: { v } });
         record.values = res.status === 200 ? new Set([v]) : before;
+        if (res.status === 200) acknowledged++;
       } else {
         const record = live[Math.floor(random() * live.length)]!;
         busy.add((writing = record));
@@ -137,6 +141,7 @@ async function client(mgmt: HttpClient, cycle: number, n: number, stop: { dead: 
         record.deleted = 'maybe';
         const res = await mgmt.delete(`/identities/${record.id}`);
         record.deleted = res.status === 200 ? 'yes' : 'no';
+        if (res.status === 200) acknowledged++;
       }
     } catch {
       // No answer: the controller died with this write in flight; the record keeps its "maybe".
@@ -179,7 +184,7 @@ async function verify(mgmt: HttpClient, all = false): Promise<void> {
 }
 
 describe('kill -9 durability', () => {
-  it(`keeps every acknowledged write across ${CYCLES} SIGKILLs of every process`, async () => {
+  it(`keeps every acknowledged write across ${CYCLES} SIGKILLs of every process`, async (t) => {
     for (let cycle = 0; cycle < CYCLES; cycle++) {
       await start();
       const mgmt = await admin();
@@ -207,6 +212,7 @@ describe('kill -9 durability', () => {
     assert.equal(results.inProgress, false);
     assert.equal(results.error, null);
     assert.deepEqual(results.results ?? [], [], 'the integrity check is clean');
+    t.diagnostic(`kill9: ${CYCLES} SIGKILLs of every process under ${CLIENTS} writing clients; ${writes} writes sent, ${acknowledged} acknowledged, none of them lost; integrity check clean`);
     await killAll();
   });
 });
