@@ -92,7 +92,7 @@ try {
   if (!scenario && (suite === 'stores' || suite === 'all')) {
     const scenarios = (str('--scenarios') ?? STORE_SCENARIOS.join(',')).split(',');
     const size = (str('--size') ?? 'medium') as SizeName;
-    await runStoresSuite({ size, scenarios, duration, connections, routers: opt('--routers', 100), inFlight: opt('--in-flight', 16), durability: !args.includes('--no-durability') });
+    await runStoresSuite({ size, scenarios, duration, connections, routers: opt('--routers', 100), inFlight: opt('--in-flight', 16), durability: !args.includes('--no-durability'), fabric: !args.includes('--no-fabric') });
   }
   // Not part of `all`: it needs the sized datasets (generated on first use, a minute or two for large).
   if (!scenario && suite === 'fabric-scale') {

@@ -31,8 +31,10 @@ export interface StoresSuiteOptions {
   /** Routers of the fabric suite's memory part, and circuit requests in flight. */
   routers: number;
   inFlight: number;
-  /** Skip the kill -9 durability runs (they take a minute or two each). */
+  /** Run the kill -9 durability test on both stores (`--no-durability`: not). */
   durability: boolean;
+  /** Run the fabric suite on both stores (`--no-fabric`: not). */
+  fabric: boolean;
 }
 
 export const STORE_SCENARIOS = ['S1', 'S2', 'S3', 'S6', 'S8'];
@@ -152,11 +154,13 @@ export async function runStoresSuite(opts: StoresSuiteOptions): Promise<void> {
       result.scenarios.push({ id, sqlite, postgres: onPostgres });
     }
 
-    console.log('\n=== fabric suite on SQLite');
-    const fabricSqlite = (await runFabricSuite({ routers: opts.routers, inFlight: opts.inFlight, duration: opts.duration, workers: [1], store: 'sqlite' }))[0]!;
-    console.log('\n=== fabric suite on PostgreSQL');
-    const fabricPostgres = (await runFabricSuite({ routers: opts.routers, inFlight: opts.inFlight, duration: opts.duration, workers: [1], store: 'postgres' }))[0]!;
-    result.fabric = { sqlite: fabricSqlite, postgres: fabricPostgres };
+    if (opts.fabric) {
+      console.log('\n=== fabric suite on SQLite');
+      const fabricSqlite = (await runFabricSuite({ routers: opts.routers, inFlight: opts.inFlight, duration: opts.duration, workers: [1], store: 'sqlite' }))[0]!;
+      console.log('\n=== fabric suite on PostgreSQL');
+      const fabricPostgres = (await runFabricSuite({ routers: opts.routers, inFlight: opts.inFlight, duration: opts.duration, workers: [1], store: 'postgres' }))[0]!;
+      result.fabric = { sqlite: fabricSqlite, postgres: fabricPostgres };
+    }
 
     if (opts.durability) {
       console.log('\n=== kill -9 durability on SQLite');

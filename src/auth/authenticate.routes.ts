@@ -131,7 +131,10 @@ export function authenticationRoutes(deps: {
       summary: 'The identity of the caller', access: 'session',
       response: { 200: detailEnvelope(identityResource.schemas.detail, 'null') },
       handler: async (req) => {
-        const detail = await identities.present(await identities.get(callerOf(req).identity.id));
+        const id = callerOf(req).identity.id;
+        const values = await identities.currentValues(id);
+        if (!values) throw notFound('identity', id);
+        const detail = await identities.present(values);
         // The caller's own identity links to the caller-relative paths, not to ./identities/<id>.
         detail._links = { self: { href: './current-identity' }, mfa: { href: './current-identity/mfa' } };
         return okNullMeta(detail);

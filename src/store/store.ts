@@ -77,7 +77,12 @@ export type VersionedTable =
   | 'identity_router_connections'
   | 'links'
   | 'sessions'
-  | 'terminators';
+  | 'terminators'
+  | 'identity_service_configs'
+  | 'authenticators'
+  | 'enrollments'
+  | 'cas'
+  | 'mfas';
 
 export type StoreKind = 'sqlite' | 'postgres';
 

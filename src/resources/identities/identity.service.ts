@@ -7,6 +7,7 @@
 import { entityRef } from '../entity-ref.ts';
 import type { Values } from '../../store/entity-table.ts';
 import type { Store, Tx } from '../../store/store.ts';
+import { versionedLookup } from '../../store/versioned-lookup.ts';
 import { ApiError, fieldError, notFound } from '../../errors.ts';
 import { newShortId } from '../../ids.ts';
 import { createEntityService, systemClock, type Clock } from '../entity-service.ts';
@@ -127,29 +128,50 @@ export function createIdentityService(store: Store, access: AccessService, clock
     return out;
   }
 
+  /**
+   * What the read model takes from other tables, per identity and auth policy, kept while those tables are
+   * unchanged (src/store/versioned-lookup.ts): on PostgreSQL `GET /current-identity` then reads nothing.
+   */
+  const factsOf = versionedLookup(store, ['auth_policies', 'authenticators', 'enrollments', 'cas', 'api_sessions', 'identity_router_connections', 'mfas'], async (key: string) => {
+    const [id, policyId] = key.split('\n') as [string, string];
+    const policy = await store.get<{ name: string }>('SELECT name FROM auth_policies WHERE id = ?', [policyId]);
+    return {
+      policyName: policy?.name,
+      authenticators: await authenticatorSummary(id),
+      enrollment: enrollments ? await enrollments.identitySummary(id) : {},
+      hasApiSession: (await store.get('SELECT 1 FROM api_sessions WHERE identity_id = ? LIMIT 1', [id])) !== undefined,
+      // Routers report which identities have an SDK connected (src/fabric).
+      hasEdgeRouterConnection: (await store.get('SELECT 1 FROM identity_router_connections WHERE identity_id = ? LIMIT 1', [id])) !== undefined,
+      // MFA is enabled once the identity's TOTP enrollment is verified (auth.md §4.4).
+      isMfaEnabled: (await store.get('SELECT 1 FROM mfas WHERE identity_id = ? AND is_verified = 1', [id])) !== undefined,
+    };
+  });
+
+  /** The stored identity, kept while no identity changed (the caller's own, read on every `GET /current-identity`). */
+  const currentValues = versionedLookup(store, ['identities'], (id: string) => entities.get(id));
+
   /** The identity read model (identityDetail). */
   async function present(values: Values): Promise<Record<string, unknown>> {
     const detail = identityResource.presentStored(values);
     const id = values.id as string;
     const typeId = values.type as string;
     const policyId = (values.authPolicyId as string) || 'default';
-    const policy = await store.get<{ name: string }>('SELECT name FROM auth_policies WHERE id = ?', [policyId]);
+    const facts = (await factsOf(`${id}\n${policyId}`))!;
     detail.type = entityRef('identity-types', typeId, typeId);
     detail.typeId = typeId;
     detail.authPolicyId = policyId;
-    detail.authPolicy = policy ? entityRef('auth-policies', policyId, policy.name) : null;
+    detail.authPolicy = facts.policyName !== undefined ? entityRef('auth-policies', policyId, facts.policyName) : null;
     detail._links = { ...(detail._links as object), 'auth-policies': { href: `./auth-policies/${policyId}` } };
-    detail.authenticators = await authenticatorSummary(id);
-    detail.enrollment = enrollments ? await enrollments.identitySummary(id) : {};
+    // Copies: the kept facts are shared by every request.
+    detail.authenticators = structuredClone(facts.authenticators);
+    detail.enrollment = structuredClone(facts.enrollment);
     detail.disabled = isDisabledNow(values.disabledAt, values.disabledUntil, clock.now());
     if (values.disabledAt == null) delete detail.disabledAt;
     if (values.disabledUntil == null) delete detail.disabledUntil;
-    detail.hasApiSession = (await store.get('SELECT 1 FROM api_sessions WHERE identity_id = ? LIMIT 1', [id])) !== undefined;
-    // Routers report which identities have an SDK connected (src/fabric).
-    detail.hasEdgeRouterConnection = (await store.get('SELECT 1 FROM identity_router_connections WHERE identity_id = ? LIMIT 1', [id])) !== undefined;
+    detail.hasApiSession = facts.hasApiSession;
+    detail.hasEdgeRouterConnection = facts.hasEdgeRouterConnection;
     detail.edgeRouterConnectionStatus = detail.hasEdgeRouterConnection ? 'online' : 'offline';
-    // MFA is enabled once the identity's TOTP enrollment is verified (auth.md §4.4).
-    detail.isMfaEnabled = (await store.get('SELECT 1 FROM mfas WHERE identity_id = ? AND is_verified = 1', [id])) !== undefined;
+    detail.isMfaEnabled = facts.isMfaEnabled;
     detail.interfaces = null;
     detail.roleAttributes = values.roleAttributes ?? [];
     return detail;
@@ -188,7 +210,7 @@ export function createIdentityService(store: Store, access: AccessService, clock
     return entities.create(body, {}, { id, within: enrollment ? async (tx) => inline.insertInline(tx, enrollment) : undefined });
   }
 
-  return { ...entities, present, summary, createWithEnrollment };
+  return { ...entities, present, summary, createWithEnrollment, currentValues };
 }
 
 export type IdentityService = ReturnType<typeof createIdentityService>;

@@ -9,6 +9,7 @@
  */
 import type { Values } from '../../store/entity-table.ts';
 import type { Sql, Store } from '../../store/store.ts';
+import { versionedLookup } from '../../store/versioned-lookup.ts';
 import type { AccessService } from '../../access/access.service.ts';
 import type { Clock, Page } from '../entity-service.ts';
 import { createPostureEvaluator, placeholderQueries } from '../../posture/posture-evaluator.ts';
@@ -61,6 +62,13 @@ const placeholderJson = new Map<string, string>();
 export function createServiceViews(store: Store, access: AccessService, clock: Clock) {
   const posture = createPostureEvaluator({ store, access, clock });
   const services = createServiceCatalog(store);
+  /** An identity's config overrides, kept while none changed (a client's service list with configs reads them). */
+  const overridesOf = versionedLookup(store, ['identity_service_configs'], (identityId: string) =>
+    store.all<{ service_id: string; config_type_id: string; config_id: string }>(
+      'SELECT service_id, config_type_id, config_id FROM identity_service_configs WHERE identity_id = ? ORDER BY service_id, config_type_id',
+      [identityId],
+    ),
+  );
   function permissionNames(p: { dial: boolean; bind: boolean }): string[] {
     const out: string[] = [];
     if (p.bind) out.push('Bind');
@@ -74,11 +82,7 @@ export function createServiceViews(store: Store, access: AccessService, clock: C
    */
   async function pageOverrides(catalog: ServiceCatalogState, identityId: string, items: readonly Values[]) {
     const overrides = new Map<string, Array<{ typeId: string; value: unknown }>>();
-    const rows = await store.all<{
-      service_id: string;
-      config_type_id: string;
-      config_id: string;
-    }>('SELECT service_id, config_type_id, config_id FROM identity_service_configs WHERE identity_id = ? ORDER BY service_id, config_type_id', [identityId]);
+    const rows = (await overridesOf(identityId))!;
     if (rows.length === 0) return overrides;
     const onPage = new Set(items.map((v) => v.id as string));
     for (const o of rows) {
