@@ -130,6 +130,8 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
   const dataVersion = reader.prepare('PRAGMA data_version').pluck();
   /** Commits of this store: the mark of an in-memory store, whose one connection sees no data_version change of its own. */
   let commits = 0;
+  /** Changes whenever anyone may have committed. */
+  const commitMark: () => unknown = reader === db ? () => commits : () => dataVersion.get();
 
   async function write<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     const release = await writes.acquire();
@@ -175,14 +177,27 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
     }
   }
 
+  /**
+   * The counters, read again only when the commit mark moved since the last reading (PRAGMA data_version reads no
+   * table; the counters are a statement per table). Not kept while the one connection of an in-memory store is
+   * inside a write, whose counters may still roll back.
+   */
   function versions(tables: readonly VersionedTable[]): () => Promise<string> {
     const onReader = tableVersions(reader, tables);
-    return () => Promise.resolve(onReader());
+    let last: { mark: unknown; value: string } | undefined;
+    return () => {
+      const at = commitMark();
+      if (last !== undefined && last.mark === at) return Promise.resolve(last.value);
+      const value = onReader();
+      last = reader === db && db.inTransaction ? undefined : { mark: at, value };
+      return Promise.resolve(value);
+    };
   }
 
   function versioned<T>(tables: readonly VersionedTable[], build: (q: Sql) => Promise<T>): (q?: Sql) => Promise<T> {
     const version = versions(tables);
     const onWriter = tableVersions(db, tables);
+    const onReader = tableVersions(reader, tables);
     let kept: { value: T; at: string } | undefined;
     return async (q?: Sql) => {
       if (q?.inWrite) {
@@ -191,7 +206,8 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
       }
       if (kept !== undefined && kept.at === (await version())) return kept.value;
       const fresh = await snapshot(async (s) => {
-        const at = reader === db ? onWriter() : await version();
+        // Read in the snapshot itself: the counters of exactly what `build` sees.
+        const at = reader === db ? onWriter() : onReader();
         return { at, value: await build(s) };
       });
       kept = fresh;
@@ -216,7 +232,7 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
     columns: (table) => readSql.column<string>('SELECT name FROM pragma_table_info(?) ORDER BY cid', [table]),
     // File pages, b-trees and indexes against each other ('ok' alone when sound).
     integrityCheck: async () => (await readSql.column<string>('PRAGMA integrity_check')).filter((line) => line !== 'ok'),
-    commitMark: reader === db ? () => commits : () => dataVersion.get(),
+    commitMark,
     durable: () => flusher?.durable(),
     async close() {
       await flusher?.close();
