@@ -1,7 +1,9 @@
 /**
  * The client API's hot reads — service-updates and the service list — make no store round trip per request on
- * PostgreSQL: they are answered from memory kept current by the change feed and the store's commit mark. A handful
- * of background reads (the fabric's feed poll) may fall in the window; a read per request would be 50 or more.
+ * PostgreSQL: they are answered from memory kept current by the change feed and the store's commit mark. Background
+ * work may fall in the window: the API-session maintenance pass (every 5 s) writes, its commit moves the mark, and
+ * the fabric's poll then reads the feed head and the mesh counters once (about five connections a pass). A read per
+ * request would take 200 or more; the limit is a tenth of that.
  * The answers still follow a change made through the management API.
  */
 import { describe, it } from 'node:test';
@@ -32,8 +34,8 @@ describe('hot client reads on PostgreSQL', { skip: onPostgres ? false : 'counts 
 
   it('answers service-updates and the service list without a store round trip per request', async () => {
     for (const path of ['/current-api-session/service-updates', '/services']) {
-      const n = await roundTrips(path, 50);
-      assert.ok(n <= 5, `${path}: ${n} store connections taken for 50 requests`);
+      const n = await roundTrips(path, 200);
+      assert.ok(n <= 20, `${path}: ${n} store connections taken for 200 requests`);
     }
   });
 
