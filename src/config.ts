@@ -44,6 +44,13 @@ export interface Config {
   requestTimeout: number;
   /** Most open connections per process. */
   maxConnections: number;
+  /**
+   * Whether `/version` lists `OIDC_AUTH`. Upstream v2 clients (Go SDK, `ziti` CLI, C SDK) then log in through
+   * `/oidc` and use JWT API sessions; older ones keep using zt-session. The `/oidc` routes are served either way.
+   */
+  oidcAuth: boolean;
+  /** Lifetimes of the tokens of an OIDC login, in seconds (upstream: 30 min, 24 h, 30 min). */
+  oidcTokens: { accessTokenSeconds: number; refreshTokenSeconds: number; idTokenSeconds: number };
 }
 
 export const defaults = {
@@ -84,6 +91,20 @@ function parseWorkers(value: string): number {
 function parseServerKeyType(value: string): ServerKeyType {
   if (!(SERVER_KEY_TYPES as readonly string[]).includes(value)) throw new InvalidArgumentError(`must be one of ${SERVER_KEY_TYPES.join(', ')}`);
   return value as ServerKeyType;
+}
+
+/** A token lifetime from the environment: whole seconds, at least 10 (tests use short ones). */
+function lifetimeSeconds(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 10 || n > 366 * 24 * 3600) throw new InvalidArgumentError(`${name} must be a whole number of seconds, 10 or more`);
+  return n;
+}
+
+function parseSwitch(value: string): boolean {
+  if (['1', 'true', 'yes', 'on'].includes(value.toLowerCase())) return true;
+  if (['0', 'false', 'no', 'off', ''].includes(value.toLowerCase())) return false;
+  throw new InvalidArgumentError('must be true or false');
 }
 
 function parsePort(value: string): number {
@@ -180,13 +201,29 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
       parsePositive,
       env.PORTCULLIS_MAX_CONNECTIONS ? parsePositive(env.PORTCULLIS_MAX_CONNECTIONS) : defaults.maxConnections,
     )
+    .option(
+      '--oidc-auth [on]',
+      'list OIDC_AUTH in /version, so upstream v2 clients log in through /oidc with JWT sessions (or PORTCULLIS_OIDC_AUTH)',
+      parseSwitch,
+      env.PORTCULLIS_OIDC_AUTH ? parseSwitch(env.PORTCULLIS_OIDC_AUTH) : false,
+    )
     .allowExcessArguments(false)
     .configureOutput({ outputError: (text, write) => write(withoutPasswords(text)) })
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const o = program.opts<Omit<Config, 'apiSessionTimeoutMs'>>();
+  const o = program.opts<Omit<Config, 'apiSessionTimeoutMs' | 'oidcTokens'>>();
   o.databaseUrl ??= env.PORTCULLIS_DATABASE_URL || undefined;
   if (o.databaseUrl !== undefined) checkDatabaseUrl(o.databaseUrl);
-  return { ...o, dataDir: resolve(o.dataDir), apiSessionTimeoutMs: sessionTimeoutMs(env.PORTCULLIS_API_SESSION_TIMEOUT_SECONDS) };
+  return {
+    ...o,
+    oidcAuth: o.oidcAuth === true,
+    dataDir: resolve(o.dataDir),
+    apiSessionTimeoutMs: sessionTimeoutMs(env.PORTCULLIS_API_SESSION_TIMEOUT_SECONDS),
+    oidcTokens: {
+      accessTokenSeconds: lifetimeSeconds('PORTCULLIS_OIDC_ACCESS_TOKEN_SECONDS', env.PORTCULLIS_OIDC_ACCESS_TOKEN_SECONDS, 30 * 60),
+      refreshTokenSeconds: lifetimeSeconds('PORTCULLIS_OIDC_REFRESH_TOKEN_SECONDS', env.PORTCULLIS_OIDC_REFRESH_TOKEN_SECONDS, 24 * 3600),
+      idTokenSeconds: lifetimeSeconds('PORTCULLIS_OIDC_ID_TOKEN_SECONDS', env.PORTCULLIS_OIDC_ID_TOKEN_SECONDS, 30 * 60),
+    },
+  };
 }
 

@@ -13,6 +13,10 @@ import { loadOrCreatePki, type ControllerPki } from './pki/certificate-authority
 import { verifiedCertificateFingerprint } from './pki/fingerprint.ts';
 import { certsToPkcs7Base64 } from './pki/pkcs7.ts';
 import { buildServer } from './http/server.ts';
+import { oidcRoutes } from './oidc/oidc.routes.ts';
+import { createAuthRequests } from './oidc/auth-requests.ts';
+import { createOidcTokens, DEFAULT_LIFETIMES } from './oidc/tokens.ts';
+import { accessTokenOf, createBearerResolver } from './oidc/bearer.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
 import { createEntityService, systemClock, type Clock } from './resources/entity-service.ts';
 import { createIdentityService } from './resources/identities/identity.service.ts';
@@ -229,6 +233,7 @@ export async function startController(config: Config, options: StartOptions = {}
       port: config.port,
       startedAt,
       caBundlePkcs7: certsToPkcs7Base64(pki.caCertPems),
+      oidcAuth: config.oidcAuth,
       documents: () =>
         (documents ??= Object.fromEntries(
           apis.map((api) => [
@@ -305,6 +310,21 @@ export async function startController(config: Config, options: StartOptions = {}
     };
     apis.push(clientApi(services), managementApi(services), fabricApi(services));
 
+    const oidcTokens = createOidcTokens(pki, config.oidcTokens ?? DEFAULT_LIFETIMES, () => clock.now().getTime());
+    const bearer = createBearerResolver({ key: pki, auth, clock });
+    const oidc = oidcRoutes({
+      store,
+      clock,
+      key: pki,
+      serverCertPem: pki.serverCertPem,
+      advertisedHost: new URL(base).host,
+      auth,
+      apiSessions,
+      mfa,
+      authRequests: createAuthRequests(store, clock),
+      tokens: oidcTokens,
+    });
+
     let fabric: Fabric | undefined;
     const app = buildServer({
       tls: { key: pki.serverKeyPem, cert: pki.serverChainPem },
@@ -312,6 +332,11 @@ export async function startController(config: Config, options: StartOptions = {}
       apis,
       rootRoutes: { name: 'client', prefix: '', title: 'root', routes: [...versionRoutes(system, 'root'), cacertsRoute(system, 'root'), fabricRootRoute(system)] },
       resolveSession: (token, req) => auth.resolveCaller(token, req.headers),
+      resolveBearer: (req) => {
+        const token = accessTokenOf(req.headers);
+        return token === undefined ? undefined : bearer.resolve(token, req.headers);
+      },
+      extraRoutes: oidc,
       instanceId,
       serverHeader: `portcullis/${portcullisVersion}`,
       onRequest: (req, reply) => {

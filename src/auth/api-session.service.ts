@@ -29,6 +29,10 @@ export interface ApiSessionRecord {
   createdAt: string;
   updatedAt: string;
   tags: Record<string, unknown>;
+  /** OIDC sessions (src/oidc/): the client that started it; undefined for a zt-session. */
+  oidcClientId?: string;
+  /** OIDC sessions: when the newest refresh token expires, and with it the session (no idle timeout). */
+  expiresAt?: string;
 }
 
 export interface NewApiSession {
@@ -41,6 +45,8 @@ export interface NewApiSession {
   improperClientCertChain?: boolean;
   isCertExtendRequested?: boolean;
   isCertKeyRollRequested?: boolean;
+  /** Started through /oidc: its client and when it ends (see ApiSessionRecord). */
+  oidc?: { clientId: string; expiresAt: string };
 }
 
 export function hashToken(token: string): string {
@@ -65,6 +71,8 @@ export function decodeApiSessionRow(row: Record<string, unknown>): ApiSessionRec
     createdAt: row.created_at as string,
     updatedAt: row.updated_at as string,
     tags: JSON.parse(row.tags as string) as Record<string, unknown>,
+    ...(typeof row.oidc_client_id === 'string' ? { oidcClientId: row.oidc_client_id } : {}),
+    ...(typeof row.expires_at === 'string' ? { expiresAt: row.expires_at } : {}),
   };
 }
 
@@ -108,16 +116,18 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
       createdAt: now,
       updatedAt: now,
       tags: {},
+      ...(s.oidc ? { oidcClientId: s.oidc.clientId, expiresAt: s.oidc.expiresAt } : {}),
     };
     await tx.run(
       `INSERT INTO api_sessions (id, token_hash, sealed_token, identity_id, authenticator_id, ip_address, config_types, is_mfa_required,
         is_mfa_complete, is_cert_extendable, improper_client_cert_chain, is_cert_extend_requested, is_cert_key_roll_requested,
-        last_activity_at, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
+        last_activity_at, created_at, updated_at, oidc_client_id, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
         record.id,
         record.tokenHash,
-        opts.seal ? opts.seal.seal(token, record.id) : null,
+        // An OIDC session's token is never given out, and routers validate its JWTs themselves: nothing to push.
+        opts.seal && !s.oidc ? opts.seal.seal(token, record.id) : null,
         record.identityId,
         record.authenticatorId,
         record.ipAddress,
@@ -130,6 +140,8 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
         now,
         now,
         now,
+        record.oidcClientId ?? null,
+        record.expiresAt ?? null,
       ],
     );
     return { record, token };
@@ -141,7 +153,18 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
   }
 
   function expiresAt(record: ApiSessionRecord): Date {
+    if (record.expiresAt !== undefined) return new Date(record.expiresAt);
     return new Date(lastActivityMs(record) + timeoutMs);
+  }
+
+  /** Sets when an OIDC session ends (a refresh issued a newer refresh token). */
+  async function extend(id: string, until: Date): Promise<boolean> {
+    const at = until.toISOString();
+    const now = clock.now().toISOString();
+    const { changes } = await store.writeRuntime((tx) =>
+      tx.run('UPDATE api_sessions SET expires_at = ?, updated_at = ? WHERE id = ? AND oidc_client_id IS NOT NULL AND expires_at > ?', [at, now, id, now]),
+    );
+    return changes > 0;
   }
 
   /** The stored session a token hash names, as stored (no idle check, no activity mark). */
@@ -166,8 +189,13 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
   }
 
   /** Marks activity now unless the session is idle too long already (by the newer of both times). */
-  function mark(record: Pick<ApiSessionRecord, 'id' | 'lastActivityAt'>, now: number): boolean {
-    if (Math.max(Date.parse(record.lastActivityAt), activity.get(record.id) ?? 0) + timeoutMs <= now) return false;
+  function mark(record: Pick<ApiSessionRecord, 'id' | 'lastActivityAt' | 'expiresAt'>, now: number): boolean {
+    if (record.expiresAt !== undefined) {
+      // An OIDC session ends with its refresh token, not after an idle time.
+      if (Date.parse(record.expiresAt) <= now) return false;
+    } else if (Math.max(Date.parse(record.lastActivityAt), activity.get(record.id) ?? 0) + timeoutMs <= now) {
+      return false;
+    }
     activity.set(record.id, now);
     return true;
   }
@@ -176,8 +204,8 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
    * Other worker processes only see the stored time: a session whose stored time is half a timeout old has its mark
    * stored now rather than at the next flush, so no other process's sweep can remove a session in use.
    */
-  function storeAtOnce(records: ReadonlyArray<Pick<ApiSessionRecord, 'id' | 'lastActivityAt'>>, now: number): string[] {
-    return records.filter((r) => now - Date.parse(r.lastActivityAt) > timeoutMs / 2).map((r) => r.id);
+  function storeAtOnce(records: ReadonlyArray<Pick<ApiSessionRecord, 'id' | 'lastActivityAt' | 'expiresAt'>>, now: number): string[] {
+    return records.filter((r) => r.expiresAt === undefined && now - Date.parse(r.lastActivityAt) > timeoutMs / 2).map((r) => r.id);
   }
 
   async function writeMarks(tx: Tx, ids: readonly string[], ms: number): Promise<void> {
@@ -232,10 +260,12 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
     const marks = [...activity.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     activity.clear();
     const cutoff = new Date(clock.now().getTime() - timeoutMs).toISOString();
+    const nowIso = clock.now().toISOString();
     try {
       await store.write(async (tx) => {
         for (const [id, ms] of marks) await writeMarks(tx, [id], ms);
-        await tx.run('DELETE FROM api_sessions WHERE last_activity_at < ?', [cutoff]);
+        await tx.run('DELETE FROM api_sessions WHERE expires_at IS NULL AND last_activity_at < ?', [cutoff]);
+        await tx.run('DELETE FROM api_sessions WHERE expires_at < ?', [nowIso]);
       });
     } catch (err) {
       // Not written (store full or busy): keep the marks for the next pass, newest wins.
@@ -266,7 +296,7 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
     await maintain();
   }
 
-  return { create, resolve, findByHash, touch, markActiveByHashes, get, remove, removeForIdentity, expiresAt, lastActivityMs, maintain, start, stop, timeoutMs };
+  return { create, resolve, findByHash, touch, markActiveByHashes, get, remove, removeForIdentity, expiresAt, extend, lastActivityMs, maintain, start, stop, timeoutMs };
 }
 
 export type ApiSessionService = ReturnType<typeof createApiSessionService>;

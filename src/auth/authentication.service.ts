@@ -68,7 +68,11 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
   const clock = deps.clock ?? systemClock;
   const methods = new Map(deps.methods.map((m) => [m.name, m]));
 
-  async function authenticate(methodName: string, req: AuthRequest) {
+  /**
+   * Primary authentication by a method, then the API session: a zt-session, or with `oidc` a session of an OIDC
+   * login (its token is never given out; its JWTs are). Pending secondary factors come back as auth queries.
+   */
+  async function authenticate(methodName: string, req: AuthRequest, oidc?: { clientId: string; expiresAt: string }) {
     const method = methods.get(methodName);
     if (!method) throw new ApiError('INVALID_AUTH_METHOD');
     const outcome = await method.authenticate(req);
@@ -92,20 +96,23 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
         isCertExtendRequested: outcome.isCertExtendRequested,
         isCertKeyRollRequested: outcome.isCertKeyRollRequested,
         isMfaRequired,
+        oidc,
       });
     });
     const state = deps.secondary
       ? await deps.secondary.evaluate(session.record, authPolicyId, req.headers)
       : { authQueries: [] as AuthQuery[], challenge: undefined };
-    return { ...session, authQueries: state.authQueries, challenge: state.challenge };
+    return { ...session, authQueries: state.authQueries, challenge: state.challenge, envInfo, sdkInfo };
   }
 
   const callers = createCallerCache({
     store,
     now: () => clock.now().getTime(),
     maxEntries: deps.callerCacheSize,
-    async load(hash) {
-      const session = await apiSessions.findByHash(hash);
+    async load(key) {
+      // A token hash (hex), or `id:` and the id of an OIDC session, whose JWTs name it by `z_asid`.
+      const session = key.startsWith('id:') ? await apiSessions.get(key.slice(3)) : await apiSessions.findByHash(key);
+      if (key.startsWith('id:') && session?.oidcClientId === undefined) return undefined;
       if (!session) return undefined;
       const identity = await identities.summary(session.identityId);
       if (!identity) return undefined;
@@ -131,6 +138,22 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
       return callerOf(token, state, { authQueries: apiSession.isMfaRequired && !apiSession.isMfaComplete ? [{}] : [] });
     }
     return callerOf(token, state, await deps.secondary.evaluateWith(apiSession, state.secondary, headers));
+  }
+
+  /**
+   * The Caller of an OIDC session on this request, by its id (the `z_asid` of a verified access token), with the
+   * rules of a zt-session: the session must still exist (ending it ends its tokens), its identity must exist and
+   * not be disabled, and pending secondary factors make it partial.
+   */
+  async function resolveOidcCaller(apiSessionId: string, token: string, headers: Record<string, string | string[] | undefined> = {}): Promise<Caller | undefined> {
+    const state = await callers.get(`id:${apiSessionId}`);
+    if (!state || !(await apiSessions.touch(state.session))) return undefined;
+    if (state.identity.disabled) return undefined;
+    const apiSession = state.session;
+    const secondary = deps.secondary
+      ? await deps.secondary.evaluateWith(apiSession, state.secondary, headers)
+      : { authQueries: apiSession.isMfaRequired && !apiSession.isMfaComplete ? [{}] : [] };
+    return callerOf(token, state, secondary);
   }
 
   async function logout(caller: Caller): Promise<void> {
@@ -177,7 +200,7 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
     };
   }
 
-  return { authenticate, resolveCaller, logout, presentApiSession, presentCurrent };
+  return { authenticate, resolveCaller, resolveOidcCaller, logout, presentApiSession, presentCurrent };
 }
 
 export type AuthenticationService = ReturnType<typeof createAuthenticationService>;

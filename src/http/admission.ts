@@ -74,7 +74,7 @@ export function admissionSettings(authMax: number, writeMax: number): AdmissionS
   };
 }
 
-const AUTH_PATH = /\/authenticate(\/mfa)?$|\/enroll\/extend\/router$|\/current-identity\/authenticators\/[^/]+\/extend(-verify)?$/;
+const AUTH_PATH = /\/authenticate(\/mfa)?$|\/enroll\/extend\/router$|\/current-identity\/authenticators\/[^/]+\/extend(-verify)?$|^\/oidc\/(login\/|oauth\/token$)/;
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** Which limiter a request falls under, by method and route path. */

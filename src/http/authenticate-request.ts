@@ -1,13 +1,17 @@
 /**
- * onRequest hook of secured routes: resolves the `zt-session` header to a Caller, or answers 401
- * UNAUTHORIZED with upstream's `WWW-Authenticate` challenges (missing vs invalid token). Runs before body
- * validation, so an unauthenticated request with a bad body gets 401, as upstream.
+ * onRequest hook of secured routes: resolves the `zt-session` header, or else an OIDC access token in
+ * `Authorization: Bearer`, to a Caller, or answers 401 UNAUTHORIZED with upstream's `WWW-Authenticate` challenges
+ * (missing vs invalid token). Runs before body validation, so an unauthenticated request with a bad body gets 401,
+ * as upstream. With a zt-session every bearer token is a secondary one (an external JWT), as upstream.
  */
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.ts';
 import type { Caller } from './caller.ts';
 
 export type SessionResolver = (token: string, req: FastifyRequest) => Caller | undefined | Promise<Caller | undefined>;
+
+/** Resolves the OIDC access token among a request's bearer tokens; undefined when there is none. */
+export type BearerResolver = (req: FastifyRequest) => Promise<Caller> | undefined;
 
 const missingChallenge =
   'zt-session realm="zt-session" error="missing" error_description="no matching token was provided",' +
@@ -29,11 +33,13 @@ function hasBearer(req: FastifyRequest): boolean {
 }
 
 /** Resolves the caller; synchronous unless the resolver itself has to wait (a promise is returned then). */
-export function authenticateRequest(req: FastifyRequest, resolve: SessionResolver, mode: 'session' | 'partial'): void | Promise<void> {
+export function authenticateRequest(req: FastifyRequest, resolve: SessionResolver, mode: 'session' | 'partial', bearer?: BearerResolver): void | Promise<void> {
   const token = sessionToken(req);
   if (!token) {
     if (hasBearer(req)) {
-      // Controller-issued bearer tokens only exist with OIDC, which this controller does not offer.
+      const pending = bearer?.(req);
+      if (pending) return pending.then((c) => accept(req, c, mode));
+      // No bearer token of ours (an external JWT alone names no API session).
       throw new ApiError('UNAUTHORIZED', { headers: { 'www-authenticate': invalidBearerChallenge } });
     }
     throw new ApiError('UNAUTHORIZED', {

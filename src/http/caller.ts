@@ -17,6 +17,8 @@ export interface Caller {
   isPartial: boolean;
   /** Secondary factors still pending (auth.md §4.6), TOTP first; empty for a full session. */
   authQueries?: Record<string, unknown>[];
+  /** Set when the caller came with an OIDC access token (src/oidc/bearer.ts) instead of a zt-session. */
+  jwt?: { claims: Record<string, unknown>; expiresAt: Date };
 }
 
 declare module 'fastify' {

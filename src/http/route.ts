@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import type { TSchema } from '@sinclair/typebox';
 import { ApiError } from '../errors.ts';
-import { authenticateRequest, type SessionResolver } from './authenticate-request.ts';
+import { authenticateRequest, type BearerResolver, type SessionResolver } from './authenticate-request.ts';
 import { authenticationOf, isAdmin, permits, type Access, type PermissionHolder } from '../auth/permissions.ts';
 import { covers, refusedOver } from '../auth/rights.ts';
 
@@ -110,7 +110,7 @@ function settle(step: () => void | Promise<void>, done: (err?: Error) => void): 
   else done();
 }
 
-export function mountApi(app: FastifyInstance, api: ApiDefinition, resolveSession: SessionResolver): void {
+export function mountApi(app: FastifyInstance, api: ApiDefinition, resolveSession: SessionResolver, resolveBearer?: BearerResolver): void {
   for (const route of api.routes) {
     const response: Record<number, TSchema> = {};
     for (const [status, s] of Object.entries(route.response)) if (isSchema(s)) response[Number(status)] = s;
@@ -134,7 +134,7 @@ export function mountApi(app: FastifyInstance, api: ApiDefinition, resolveSessio
       onRequest: (req, _reply, done) =>
         settle(() => {
           assertAcceptable(req, produces);
-          if (mode !== 'public') return authenticateRequest(req, resolveSession, mode);
+          if (mode !== 'public') return authenticateRequest(req, resolveSession, mode, resolveBearer);
         }, done),
       preValidation: (req, _reply, done) =>
         settle(() => {

@@ -13,6 +13,7 @@ import { compileValidator } from './validation.ts';
 import { AdaptiveLimiter, admissionClass, type AdmissionSettings } from './admission.ts';
 import { errorHandler, sendError } from './error-handler.ts';
 import { mountApi, type ApiDefinition } from './route.ts';
+import type { BearerResolver } from './authenticate-request.ts';
 import type { SessionResolver } from './authenticate-request.ts';
 
 export interface TlsMaterial {
@@ -27,6 +28,10 @@ export interface ServerOptions {
   /** Routes outside the API bases (`/`, `/version`, `/.well-known/est/cacerts`). */
   rootRoutes: ApiDefinition;
   resolveSession: SessionResolver;
+  /** Resolves an OIDC access token (`Authorization: Bearer`) when a request has no zt-session. */
+  resolveBearer?: BearerResolver;
+  /** Routes with wire rules of their own (the OIDC provider under `/oidc`), registered as they are. */
+  extraRoutes?: (app: FastifyInstance) => void;
   instanceId: string;
   serverHeader: string;
   /** Runs first for every request (the controller brings in-memory state up to date, adds worker headers). */
@@ -75,6 +80,7 @@ export function rewriteLegacyPath(url: string): string {
   const path = rawPath.includes('//') || rawPath.includes('/.') ? posix.normalize(rawPath) : rawPath;
   if (path !== rawPath) url = path + query;
   if (path === '/' || path === '/version' || path === '/.well-known/est/cacerts') return url;
+  if (path === '/oidc' || path.startsWith('/oidc/')) return url;
   if (path.startsWith('/edge/v1/') || path === '/edge/v1') return clientBase + path.slice('/edge/v1'.length) + query;
   if (path.startsWith('/edge') || path.startsWith('/fabric') || path.startsWith('/.well-known')) return url;
   return clientBase + path + query;
@@ -270,6 +276,17 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   registerJsonParser(app);
   // Legacy enroll requests carry a raw PEM CSR in these media types; routes that do not consume them still answer 415.
   app.addContentTypeParser(['application/x-pem-file', 'application/pkcs7'], { parseAs: 'string', bodyLimit }, (_req, body, done) => done(null, body));
+  // HTML forms and OAuth clients (the OIDC routes); a field given twice becomes a list. Other routes still answer 415.
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit }, (_req, body, done) => {
+    const text = body as string;
+    if (text.includes('%00') || text.includes('\0')) return done(nulRefused('body', text.slice(0, 64)), undefined);
+    const out: Record<string, string | string[]> = {};
+    for (const [key, value] of new URLSearchParams(text)) {
+      const had = out[key];
+      out[key] = had === undefined ? value : Array.isArray(had) ? [...had, value] : [had, value];
+    }
+    done(null, out);
+  });
 
   const routes = new RouteIndex();
   app.addHook('onRoute', (r) => routes.add(r.method, r.url));
@@ -331,7 +348,8 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   });
 
   registerCors(app);
-  for (const api of [opts.rootRoutes, ...opts.apis]) mountApi(app, api, opts.resolveSession);
+  for (const api of [opts.rootRoutes, ...opts.apis]) mountApi(app, api, opts.resolveSession, opts.resolveBearer);
+  opts.extraRoutes?.(app);
 
   app.setNotFoundHandler((req, reply) => {
     const path = (req.url ?? '/').split('?')[0];

@@ -18,6 +18,8 @@ export interface SystemInfoSources {
   port: number;
   startedAt: Date;
   caBundlePkcs7: string;
+  /** Whether OIDC logins are advertised (`OIDC_AUTH`, the `edge-oidc` API). */
+  oidcAuth?: boolean;
   /** The OpenAPI documents by spec id (`edge-client`, `edge-management`, `fabric`), built lazily. */
   documents: () => Record<string, Record<string, unknown>>;
 }
@@ -78,10 +80,12 @@ export function createSystemInfo(src: SystemInfoSources) {
       'edge-management': { v1: { apiBaseUrls: [base + managementPath], path: managementPath } },
       // As upstream: its base URL lists no path for the fabric API (its binding-to-path helper has no fabric case).
       fabric: { v1: { apiBaseUrls: [base], path: fabricPath } },
+      // The C SDK finds the OpenID provider here.
+      ...(src.oidcAuth ? { 'edge-oidc': { v1: { apiBaseUrls: [base + '/oidc'], path: '/oidc' } } } : {}),
     },
     buildDate: src.startedAt.toISOString().slice(0, 19) + 'Z',
-    // Capabilities change SDK behaviour (OIDC_AUTH switches them to OIDC); advertise only what exists.
-    capabilities: [] as string[],
+    // Capabilities change SDK behaviour (OIDC_AUTH switches them to OIDC); advertise only what is switched on.
+    capabilities: src.oidcAuth ? ['OIDC_AUTH'] : ([] as string[]),
     revision: `portcullis v${portcullisVersion}`,
     runtimeVersion: process.version,
     version: compatibleUpstreamVersion,
