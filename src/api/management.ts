@@ -50,7 +50,7 @@ export function managementApi(s: Services): ApiDefinition {
       // No permission value covers authenticators: admins, and admin_readonly for reads.
       ...crudRoutes(authenticatorResource, s.authenticators, { tag: 'Authenticator', access: { read: 'admin-read', write: 'admin' } }),
       ...authPolicyRoutes(s.store, s.authPolicies),
-      ...mfaRoutes(s.mfa),
+      ...mfaRoutes(s.mfa, s.pki),
       ...identityMfaRoutes(s.store, s.mfa),
       ...configTypeRoutes(s.configTypes, s.configs),
       ...configRoutes(s.configs),

@@ -115,7 +115,7 @@ export function authenticationRoutes(deps: {
       response: { 200: detailEnvelope(currentApiSessionDetail) },
       handler: async (req) => {
         const caller = callerOf(req);
-        return ok(await auth.presentCurrent(caller.apiSession, caller.token, caller.authQueries));
+        return ok(await auth.presentCurrent(caller.apiSession, caller.token, caller.authQueries, caller.jwt?.expiresAt));
       },
     },
     {

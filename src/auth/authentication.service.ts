@@ -191,12 +191,14 @@ export function createAuthenticationService(deps: AuthenticationDeps) {
   }
 
   /** currentApiSessionDetail: the management view plus expiry, for the session's own caller. */
-  async function presentCurrent(s: ApiSessionRecord, token: string, authQueries: AuthQuery[] = []): Promise<Record<string, unknown>> {
+  async function presentCurrent(s: ApiSessionRecord, token: string, authQueries: AuthQuery[] = [], jwtExpiresAt?: Date): Promise<Record<string, unknown>> {
+    // A JWT session expires with the access token it was shown with (the client refreshes it before then).
+    const expiresAt = jwtExpiresAt ?? apiSessions.expiresAt(s);
     return {
       ...(await presentApiSession(s, token)),
       authQueries,
-      expirationSeconds: Math.round(apiSessions.timeoutMs / 1000),
-      expiresAt: apiSessions.expiresAt(s).toISOString(),
+      expirationSeconds: jwtExpiresAt ? Math.max(0, Math.round((jwtExpiresAt.getTime() - clock.now().getTime()) / 1000)) : Math.round(apiSessions.timeoutMs / 1000),
+      expiresAt: expiresAt.toISOString(),
     };
   }
 

@@ -329,8 +329,8 @@ export function oidcRoutes(deps: OidcDeps): (app: FastifyInstance) => void {
       amr: [method],
       authTime: Math.floor(clock.now().getTime() / 1000),
       certFingerprints: stored.data.certFingerprints.length > 0 ? stored.data.certFingerprints : certs.map((c) => sha1Fingerprint(new Uint8Array(c.raw))),
-      ...(result.sdkInfo ? { sdkInfo: result.sdkInfo } : {}),
-      ...(result.envInfo ? { envInfo: result.envInfo } : {}),
+      ...(result.sdkInfo && Object.keys(result.sdkInfo).length > 0 ? { sdkInfo: result.sdkInfo } : {}),
+      ...(result.envInfo && Object.keys(result.envInfo).length > 0 ? { envInfo: result.envInfo } : {}),
     };
     if (!(await authRequests.update(stored.id, data))) {
       await store.write((tx) => apiSessions.remove(tx, result.record.id));
@@ -565,8 +565,10 @@ export function oidcRoutes(deps: OidcDeps): (app: FastifyInstance) => void {
   async function sessionOfToken(token: string): Promise<{ apiSessionId: string; sub: string } | undefined> {
     if (token === '' || token.length > 16_384) return undefined;
     try {
-      // A token past its expiry still says which session to end.
-      const claims = await verifyJwt(token, key, { currentDate: new Date(0) });
+      // A token past its expiry still says which session to end: its signature is checked as of its own issue time.
+      const iat = (JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { iat?: unknown }).iat;
+      if (typeof iat !== 'number') return undefined;
+      const claims = await verifyJwt(token, key, { currentDate: new Date(iat * 1000) });
       const sid = typeof claims.z_asid === 'string' ? claims.z_asid : typeof claims.sid === 'string' ? claims.sid : undefined;
       return sid && typeof claims.sub === 'string' ? { apiSessionId: sid, sub: claims.sub } : undefined;
     } catch {

@@ -15,6 +15,9 @@ import { baseEntityProperties, Nullable } from '../common.schema.ts';
 import type { MfaService } from './mfa.service.ts';
 import { onIdentity } from '../identities/identity-rights.ts';
 import type { Store } from '../../store/store.ts';
+import { randomUUID } from 'node:crypto';
+import { signJwt, type JwtSigningKey } from '../../pki/enrollment-jwt.ts';
+import { systemClock, type Clock } from '../entity-service.ts';
 
 const MfaCode = Type.Object({ code: Type.String() });
 const ValidationHeader = Type.Object({ 'mfa-validation-code': Type.Optional(Type.String()) });
@@ -55,7 +58,7 @@ async function getBody(req: FastifyRequest): Promise<{ code?: unknown } | undefi
   }
 }
 
-export function mfaRoutes(mfa: MfaService): RouteSpec[] {
+export function mfaRoutes(mfa: MfaService, signer?: JwtSigningKey, clock: Clock = systemClock): RouteSpec[] {
   const tag = 'MFA';
   return [
     {
@@ -72,9 +75,18 @@ export function mfaRoutes(mfa: MfaService): RouteSpec[] {
       method: 'POST', url: '/current-api-session/totp-token', operationId: 'createTotpToken', tag: 'Current API Session',
       summary: 'Create a TOTP token (OIDC sessions only)', access: 'session', body: MfaCode,
       response: { 200: detailEnvelope(totpToken, 'null') },
-      handler: () => {
-        // Only sessions backed by a controller-issued JWT (OIDC) can carry one; every session here is a zt-session.
-        throw new ApiError('INVALID_BACKING_TOKEN_TYPE');
+      handler: async (req) => {
+        const caller = callerOf(req);
+        // Only sessions backed by a controller-issued JWT (OIDC) get one: SDKs hand it to routers after MFA.
+        if (!caller.jwt || !signer) throw new ApiError('INVALID_BACKING_TOKEN_TYPE');
+        await mfa.checkTotp(caller.identity.id, codeOf(req));
+        const issuedAt = clock.now();
+        const claims = caller.jwt.claims;
+        const token = await signJwt(
+          { iss: claims.iss, sub: caller.identity.id, aud: claims.aud, iat: Math.floor(issuedAt.getTime() / 1000), jti: randomUUID(), z_asid: caller.apiSession.id, z_t: 't' },
+          signer,
+        );
+        return ok({ token, issuedAt: issuedAt.toISOString() });
       },
     },
     {

@@ -151,6 +151,13 @@ export function createMfaService(store: Store, clock: Clock = systemClock) {
     });
   }
 
+  /** A current TOTP code of the identity's verified enrollment (TOTP tokens of JWT sessions); throws otherwise. */
+  async function checkTotp(identityId: string, code: string): Promise<void> {
+    const mfa = await find(identityId);
+    if (!mfa || !mfa.isVerified) throw new ApiError('MFA_NOT_ENROLLED');
+    if (!isValidTotp(mfa.secret, code, clock.now())) throw invalidToken();
+  }
+
   /** `DELETE /identities/{id}/mfa` (administrator): removes the record, verified or not, without a code. */
   async function adminRemove(identityId: string): Promise<void> {
     await store.write(async (tx) => {
@@ -209,6 +216,7 @@ export function createMfaService(store: Store, clock: Clock = systemClock) {
     recoveryCodes,
     regenerateRecoveryCodes,
     authenticate,
+    checkTotp,
     adminRemove,
     present,
     presentRecoveryCodes,
