@@ -208,7 +208,7 @@ export async function startController(config: Config, options: StartOptions = {}
     const signerTokens = createSignerTokens(store, { now: () => clock.now().getTime(), log: { warn: (obj, msg) => app.log.warn(obj, msg) } });
     const seal = await loadOrCreateTokenSeal(join(config.dataDir, 'pki'));
     const apiSessions = createApiSessionService({ store, clock, timeoutMs: config.apiSessionTimeoutMs, seal });
-    const apiSessionCertificates = createApiSessionCertificateService({ store, pki, apiSessions, clock });
+    const apiSessionCertificates = createApiSessionCertificateService({ store, pki, apiSessions, clock, trustDomain: new URL(base).hostname });
     const mfa = createMfaService(store, clock);
     const auth = createAuthenticationService({
       store,

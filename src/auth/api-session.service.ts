@@ -266,6 +266,8 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
         for (const [id, ms] of marks) await writeMarks(tx, [id], ms);
         await tx.run('DELETE FROM api_sessions WHERE expires_at IS NULL AND last_activity_at < ?', [cutoff]);
         await tx.run('DELETE FROM api_sessions WHERE expires_at < ?', [nowIso]);
+        // Revocations of ended JWT sessions outlive them only until their tokens would have expired.
+        await tx.run('DELETE FROM revocations WHERE expires_at < ?', [nowIso]);
       });
     } catch (err) {
       // Not written (store full or busy): keep the marks for the next pass, newest wins.

@@ -1,12 +1,14 @@
 /**
  * The controller's decision on a router's request to host (bind) or reach (dial) a service for an SDK: the
- * API session token must name a live API session, the session JWT must be one this controller signed for
+ * API session token (a zt-session, or the access token of an OIDC login) must name a live API session, the session JWT must be one this controller signed for
  * that API session and of the right type, its session record must still exist, and the identity must still
  * hold the permission, pass the posture checks and be allowed on this router for the service — the same
  * answers the REST side gives, from the same access index. Refusals carry the edge error code routers pass
  * to SDKs.
  */
 import { hashToken } from '../auth/api-session.service.ts';
+import { verifyOidcToken } from '../oidc/tokens.ts';
+import { looksLikeJwt } from '../resources/external-jwt-signers/signer-tokens.ts';
 import { verifyJwt, type JwtSigningKey } from '../pki/enrollment-jwt.ts';
 import type { Store } from '../store/store.ts';
 import { versionedLookup } from '../store/versioned-lookup.ts';
@@ -58,6 +60,35 @@ export function createServiceAccessCheck(deps: { store: Store; signer: JwtSignin
   const apiSessionByHash = versionedLookup(store, ['api_sessions'], (hash: string) =>
     store.get<{ id: string; identity_id: string }>('SELECT id, identity_id FROM api_sessions WHERE token_hash = ?', [hash]),
   );
+  const oidcSessionById = versionedLookup(store, ['api_sessions'], (id: string) =>
+    store.get<{ id: string; identity_id: string; oidc_client_id: string | null }>('SELECT id, identity_id, oidc_client_id FROM api_sessions WHERE id = ?', [id]),
+  );
+  /** Access tokens verified by this process, until they expire (a signature check costs more than the rest of a dial). */
+  const verified = new Map<string, { apiSessionId: string; identityId: string; expMs: number }>();
+
+  /** The live API session an access token of an OIDC login names (signature, type, audience, expiry checked). */
+  async function oidcApiSession(token: string): Promise<{ id: string; identity_id: string } | undefined> {
+    const at = now();
+    let entry = verified.get(token);
+    if (entry && entry.expMs <= at.getTime()) {
+      verified.delete(token);
+      return undefined;
+    }
+    if (!entry) {
+      try {
+        const { claims, session } = await verifyOidcToken(token, deps.signer, 'a', at);
+        entry = { apiSessionId: session.apiSessionId, identityId: session.sub, expMs: (claims.exp as number) * 1000 };
+      } catch {
+        return undefined;
+      }
+      if (verified.size >= 10_000) verified.delete(verified.keys().next().value as string);
+      verified.set(token, entry);
+    }
+    // Ending the login (logout, an administrator, the identity disabled or deleted) removed the row.
+    const row = await oidcSessionById(entry.apiSessionId);
+    return row && row.oidc_client_id !== null && row.identity_id === entry.identityId ? row : undefined;
+  }
+
   const sessionById = versionedLookup(store, ['sessions'], (id: string) =>
     store.get<{ id: string; service_id: string; session_type: string; api_session_id: string }>(
       'SELECT id, service_id, session_type, api_session_id FROM sessions WHERE id = ?',
@@ -69,7 +100,7 @@ export function createServiceAccessCheck(deps: { store: Store; signer: JwtSignin
   );
 
   async function check(routerId: string, apiSessionToken: string, sessionToken: string, type: 'Dial' | 'Bind'): Promise<GrantedAccess> {
-    const apiSession = await apiSessionByHash(hashToken(apiSessionToken));
+    const apiSession = looksLikeJwt(apiSessionToken) ? await oidcApiSession(apiSessionToken) : await apiSessionByHash(hashToken(apiSessionToken));
     if (!apiSession) throw new AccessRefused(EdgeErrorCode.InvalidApiSession, 'invalid api session');
     let claims: Record<string, unknown>;
     try {

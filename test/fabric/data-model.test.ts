@@ -9,7 +9,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestController, uniqueName } from '../support/controller.ts';
-import { createRecord } from '../support/factories.ts';
+import { createRecord, createUserWithPassword } from '../support/factories.ts';
+import { bearer, claimsOf, oidcLogin } from '../support/oidc.ts';
 import { connectRouter, enrolledRouter, enrollRouterAgain, eventually, type RouterCredentials, type TestRouterConnection } from '../support/test-router.ts';
 import { SimRouter, decodeReceived } from '../support/router-model.ts';
 import { message, readString } from '../../src/fabric/channel/message.ts';
@@ -206,6 +207,27 @@ describe('router data model over the control channel', () => {
     assert.equal(late.model.index, s.model.index);
     assert.equal(late.model.gaps, 0);
     assert.deepEqual(late.model.snapshot(), s.model.snapshot());
+    s.conn.close();
+    late.conn.close();
+  });
+
+  it('tells routers of an ended JWT session as an API_SESSION revocation, in change sets and in later full states', async () => {
+    const s = await subscribedRouter();
+    const u = await createUserWithPassword(tc);
+    const tokens = await oidcLogin(tc.http, { username: u.username, password: u.password });
+    const asid = claimsOf(tokens.accessToken).z_asid as string;
+    assert.equal((await tc.http.delete('/edge/client/v1/current-api-session', bearer(tokens.accessToken))).status, 200);
+    await changesUntil(s, (m) => m.revocations.has(asid), 'the revocation of the ended session');
+    const revocation = s.model.revocations.get(asid) as { type: string; expiresAt: { seconds: bigint } };
+    assert.equal(revocation.type, 'API_SESSION');
+    // Kept until the session's tokens (its refresh token) would have expired.
+    assert.equal(Number(revocation.expiresAt.seconds), claimsOf(tokens.refreshToken).exp);
+    // A zt-session's end is told the legacy way (ApiSessionRemoved), not as a revocation.
+    const legacy = await tc.http.post('/edge/client/v1/authenticate?method=password', { username: u.username, password: u.password });
+    assert.equal((await tc.http.delete('/edge/client/v1/current-api-session', { token: legacy.body.data.token })).status, 200);
+    const late = await subscribedRouter();
+    assert.ok(late.model.revocations.has(asid), 'a router that subscribes later gets it in its full state');
+    assert.ok(!late.model.revocations.has(legacy.body.data.id));
     s.conn.close();
     late.conn.close();
   });

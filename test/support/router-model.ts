@@ -53,6 +53,7 @@ export class SimRouter {
   postureChecks = new Map<string, unknown>();
   policies = new Map<string, SimPolicy>();
   keys = new Map<string, unknown>();
+  revocations = new Map<string, { type?: string; expiresAt?: unknown }>();
   gaps = 0;
 
   receive(r: Received): void {
@@ -100,6 +101,7 @@ export class SimRouter {
         this.policies.set(sp.id, { name: sp.name, type: sp.policyType, services: existing?.services ?? new Set(), postureChecks: existing?.postureChecks ?? new Set(), identities: existing?.identities ?? new Set() });
       }
     } else if (e.publicKey) put(this.keys, e.publicKey.kid, e.publicKey);
+    else if (e.revocation) put(this.revocations, e.revocation.id, e.revocation);
     else if (e.servicePolicyChange) {
       const c = e.servicePolicyChange;
       const p = this.policies.get(c.policyId);
@@ -127,6 +129,7 @@ export class SimRouter {
       services: sortMap(this.services),
       postureChecks: sortMap(this.postureChecks),
       keys: sortMap(this.keys),
+      revocations: sortMap(this.revocations),
       policies: [...this.policies.entries()]
         .sort(([a], [b]) => (a < b ? -1 : 1))
         .map(([id, p]) => [id, p.name, p.type, [...p.services].sort(), [...p.postureChecks].sort(), [...p.identities].sort()]),

@@ -15,12 +15,13 @@
  * Order inside a change set, so each event finds what it refers to on the router: creates and updates (config
  * types, configs, identities, services, posture checks, service policies), then membership removals and
  * additions, then deletes (service policies, posture checks, services, identities, configs, config types —
- * an entity's removal from policies comes before its delete, as upstream's routers expect), then CA keys.
+ * an entity's removal from policies comes before its delete, as upstream's routers expect), then CA keys, then the
+ * revocations of ended JWT sessions.
  */
 import type { Sql, Store } from '../../store/store.ts';
 import { DataStateAction, PublicKeyFormat, PublicKeyUsage, ServicePolicyRelatedEntityType } from '../proto/edge-ctrl.ts';
 import type { MemberField, ModelEvent, PolicyMembers, PolicyMembership, TrackedModel } from './full-state.ts';
-import { readCaKey, readConfig, readConfigType, readIdentity, readPolicyRoleKeys, readPostureCheck, readService, readServicePolicy } from './model-store.ts';
+import { readCaKey, readConfig, readConfigType, readIdentity, readPolicyRoleKeys, readPostureCheck, readRevocation, readService, readServicePolicy } from './model-store.ts';
 
 export interface FeedRow {
   seq: number;
@@ -43,6 +44,7 @@ export const MODEL_FEED_KINDS = [
   'servicePolicy',
   'policy',
   'ca',
+  'revocation',
 ] as const;
 
 const MODEL_KINDS = new Set<string>(MODEL_FEED_KINDS);
@@ -120,6 +122,7 @@ export function createChangeSetBuilder(options: ChangeSetBuilderOptions) {
     const entities: Record<EntityKind, Map<string, boolean>> = { identity: new Map(), service: new Map(), postureCheck: new Map() };
     const policies = new Set<string>();
     const cas = new Set<string>();
+    const revocations = new Set<string>();
     for (const r of relevant) {
       switch (r.kind) {
         case 'configType':
@@ -149,6 +152,9 @@ export function createChangeSetBuilder(options: ChangeSetBuilderOptions) {
           break;
         case 'ca':
           cas.add(r.entityId);
+          break;
+        case 'revocation':
+          revocations.add(r.entityId);
           break;
       }
     }
@@ -262,6 +268,13 @@ export function createChangeSetBuilder(options: ChangeSetBuilderOptions) {
       }
     }
 
+    // Ended JWT sessions (src/oidc/): routers validate those tokens themselves.
+    const revoked: ModelEvent[] = [];
+    for (const id of revocations) {
+      const revocation = await readRevocation(q, id, now());
+      if (revocation) revoked.push({ action: DataStateAction.Create, revocation });
+    }
+
     // Upserts were made in dependency order (config types, configs, identities, services, posture checks, policies).
     const changes = [
       ...upserts,
@@ -273,6 +286,7 @@ export function createChangeSetBuilder(options: ChangeSetBuilderOptions) {
       ...deletes.filter((e) => e.config),
       ...deletes.filter((e) => e.configType),
       ...keys,
+      ...revoked,
     ];
     if (changes.length === 0) return { kind: 'none' };
     return { kind: 'changes', changes, firstSeq: relevant[0]!.seq, lastSeq: relevant[relevant.length - 1]!.seq };

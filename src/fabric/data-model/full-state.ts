@@ -19,6 +19,7 @@ import {
   readConfigs,
   readIdentities,
   readPostureChecks,
+  readRevocations,
   readServicePolicies,
   readServices,
   type PolicyRoleKeys,
@@ -124,5 +125,7 @@ export async function readFullModel(q: Sql, membership: PolicyMembership, contro
     tracked.caKeys.set(id, key.kid!);
     events.push({ action: create, isSynthetic: true, publicKey: key });
   }
+  // Ended JWT sessions whose tokens have not expired yet (as upstream's later full states carry them).
+  for (const revocation of await readRevocations(q, now)) events.push({ action: create, revocation });
   return { events, tracked };
 }

@@ -25,6 +25,7 @@ import {
   type DataStateIdentity,
   type DataStatePostureCheck,
   type DataStatePublicKey,
+  type DataStateRevocation,
   type DataStateService,
   type DataStateServicePolicy,
 } from '../proto/edge-ctrl.ts';
@@ -346,4 +347,35 @@ export async function readCaKeys(q: Sql): Promise<Array<{ id: string; key: Publi
     if (key) out.push({ id: row.id, key });
   }
   return out;
+}
+
+// ---- revocations -------------------------------------------------------------------------------------------
+
+export type RevocationModel = ProtoInput<DataStateRevocation>;
+
+function timestampOf(iso: string): { seconds: bigint; nanos: number } {
+  const ms = Date.parse(iso);
+  return { seconds: BigInt(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1_000_000 };
+}
+
+function revocationOf(row: { id: string; type: string; expires_at: string; issued_before: string | null }): RevocationModel {
+  return { id: row.id, type: row.type, expiresAt: timestampOf(row.expires_at), ...(row.issued_before ? { issuedBefore: timestampOf(row.issued_before) } : {}) };
+}
+
+/** A revocation still in force (its tokens would not have expired yet). */
+export async function readRevocation(q: Sql, id: string, now: Date): Promise<RevocationModel | undefined> {
+  const row = await q.get<{ id: string; type: string; expires_at: string; issued_before: string | null }>(
+    'SELECT id, type, expires_at, issued_before FROM revocations WHERE id = ? AND expires_at > ?',
+    [id, now.toISOString()],
+  );
+  return row && revocationOf(row);
+}
+
+/** Every revocation still in force, oldest first. */
+export async function readRevocations(q: Sql, now: Date): Promise<RevocationModel[]> {
+  const rows = await q.all<{ id: string; type: string; expires_at: string; issued_before: string | null }>(
+    'SELECT id, type, expires_at, issued_before FROM revocations WHERE expires_at > ? ORDER BY created_at, id',
+    [now.toISOString()],
+  );
+  return rows.map(revocationOf);
 }

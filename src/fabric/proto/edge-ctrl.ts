@@ -220,6 +220,9 @@ export interface DataStateServicePolicyChange {
 export interface DataStateRevocation {
   id: string;
   expiresAt?: Timestamp;
+  /** `API_SESSION`, `IDENTITY` or `JTI` (routers of 2.0.3 and later act on it; older ones ignore it). */
+  type?: string;
+  issuedBefore?: Timestamp;
 }
 
 export interface DataStatePublicKey {

@@ -403,6 +403,9 @@ message DataState {
   message Revocation {
     string id = 1;
     google.protobuf.Timestamp expiresAt = 2;
+    // 2.0.3 routers: API_SESSION (id is an API session's), IDENTITY (tokens of the identity issued before issuedBefore) or JTI.
+    string type = 3;
+    google.protobuf.Timestamp issuedBefore = 4;
   }
 
   message PublicKey {

@@ -28,7 +28,8 @@ export function apiSessionCertificateRoutes(certificates: ApiSessionCertificateS
       body: apiSessionCertificateCreate, response: { 201: detailEnvelope(apiSessionCertificateCreated) },
       handler: async (req, reply) => {
         const { csr } = req.body as { csr: string };
-        const created = await certificates.create(callerOf(req).apiSession.id, csr);
+        const caller = callerOf(req);
+        const created = await certificates.create(caller.apiSession.id, caller.identity.id, csr);
         reply.code(201);
         return {
           data: {

@@ -25,6 +25,8 @@ export const API_SESSION_CERTIFICATE_LIFETIME_MS = 12 * 60 * 60 * 1000;
 export interface ApiSessionCertificateDeps {
   store: Store;
   pki: { issuer: Issuer; caBundlePem: string };
+  /** The SPIFFE trust domain of the certificates' URIs (the controller's advertised host). */
+  trustDomain?: string;
   apiSessions: Pick<ApiSessionService, 'get' | 'lastActivityMs' | 'timeoutMs'>;
   clock?: Clock;
 }
@@ -73,14 +75,19 @@ export function createApiSessionCertificateService(deps: ApiSessionCertificateDe
     };
   }
 
-  /** Signs the CSR for the caller's API session; answers what the create response carries. */
-  async function create(apiSessionId: string, csrPem: string): Promise<{ id: string; certificate: string; cas: string }> {
+  /**
+   * Signs the CSR for the caller's API session; answers what the create response carries. The certificate names
+   * its API session in a SPIFFE URI (`spiffe://<trust domain>/identity/<id>/apiSession/<id>/apiSessionCertificate/<id>`):
+   * a router accepts it beside a JWT API session only when that URI names the token's `z_asid`.
+   */
+  async function create(apiSessionId: string, identityId: string, csrPem: string): Promise<{ id: string; certificate: string; cas: string }> {
     const csr = await parseCsr(csrPem);
     const now = clock.now();
     const notAfter = new Date(now.getTime() + API_SESSION_CERTIFICATE_LIFETIME_MS);
-    const issued = await pki.issuer.issueClientCertificate(csr, { now, notAfter });
-    const parsed = readCertificateBundle(issued.certPem)[0];
     const id = newEntityId();
+    const uri = `spiffe://${deps.trustDomain ?? 'portcullis'}/identity/${identityId}/apiSession/${apiSessionId}/apiSessionCertificate/${id}`;
+    const issued = await pki.issuer.issueClientCertificate(csr, { now, notAfter, sans: { dns: [], ip: [], email: [], uri: [uri] } });
+    const parsed = readCertificateBundle(issued.certPem)[0];
     const at = now.toISOString();
     await store.write(async (tx) => {
       // The session may have ended while the certificate was signed; then there is nothing to attach it to.

@@ -175,11 +175,11 @@ export function createSessionService(deps: SessionServiceDeps) {
   const JWT_REUSE_MS = 60_000;
   const MAX_SIGNED = 10_000;
 
-  async function sessionToken(s: SessionRecord): Promise<string> {
+  async function sessionToken(s: SessionRecord, legacy: boolean): Promise<string> {
     const now = clock.now().getTime();
     const hit = signed.get(s.id);
     if (hit && now >= hit.at && now - hit.at < JWT_REUSE_MS) return hit.jwt;
-    const jwt = await sessionJwt(s);
+    const jwt = await sessionJwt(s, legacy);
     if (signed.size >= MAX_SIGNED) {
       // Drop expired memos first; when every memo is fresh, the oldest ones.
       for (const [id, m] of signed) if (!(now >= m.at && now - m.at < JWT_REUSE_MS)) signed.delete(id);
@@ -193,8 +193,11 @@ export function createSessionService(deps: SessionServiceDeps) {
     return jwt;
   }
 
-  /** The JWT of a session (claims of upstream's service access token, legacy flavour). */
-  function sessionJwt(s: SessionRecord): Promise<string> {
+  /**
+   * The JWT of a session (claims of upstream's service access token). `z_leg` says whether its API session is a
+   * zt-session: routers then also end its connections when told the session was removed.
+   */
+  function sessionJwt(s: SessionRecord, legacy: boolean): Promise<string> {
     const now = clock.now();
     const exp = new Date(now.getTime());
     exp.setUTCFullYear(exp.getUTCFullYear() + 1);
@@ -210,7 +213,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         z_iid: s.identityId,
         z_t: 's',
         z_st: s.type,
-        z_leg: true,
+        z_leg: legacy,
       },
       signer,
     );
@@ -238,7 +241,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     const found = await store.get(existingSql, [caller.apiSession.id, serviceId, type]);
     if (found) {
       const record = decode(found);
-      return { record, jwt: await sessionToken(record) };
+      return { record, jwt: await sessionToken(record, caller.jwt === undefined) };
     }
     const record = await store.write(async (tx) => {
       const existing = await tx.get(existingSql, [
@@ -268,7 +271,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       );
       return fresh;
     });
-    return { record, jwt: await sessionToken(record) };
+    return { record, jwt: await sessionToken(record, caller.jwt === undefined) };
   }
 
   /** The routers (ids, dialer's first) of the session's first live circuit; empty when it has none. */

@@ -15,3 +15,25 @@ CREATE TABLE oidc_auth_requests (
 );
 CREATE INDEX oidc_auth_requests_created ON oidc_auth_requests(created_at);
 CREATE INDEX api_sessions_expires ON api_sessions(expires_at);
+
+-- Ended OIDC sessions, for routers: their tokens are checked by routers themselves, so an ended session is told to
+-- them as a revocation in the router data model (2.0.3 routers close its connections; older ones keep it unused).
+-- Written by the store when such a session's row goes, whatever removed it; kept until its tokens would have
+-- expired anyway. Each one appends a change-feed row (kind `revocation`) for the router data model.
+CREATE TABLE revocations (
+  id TEXT PRIMARY KEY,
+  type TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  issued_before TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX revocations_expires ON revocations(expires_at);
+CREATE TRIGGER api_sessions_revoke AFTER DELETE ON api_sessions
+  WHEN OLD.oidc_client_id IS NOT NULL AND OLD.expires_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+BEGIN
+  INSERT OR REPLACE INTO revocations (id, type, expires_at, issued_before, created_at)
+    VALUES (OLD.id, 'API_SESSION', OLD.expires_at, NULL, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
+END;
+CREATE TRIGGER revocations_feed_insert AFTER INSERT ON revocations BEGIN
+  INSERT INTO change_feed (kind, entity_id, op, origin, created_at) VALUES ('revocation', NEW.id, 'set', '', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
+END;

@@ -15,7 +15,8 @@
 //     (a connection kept open: "opened"), `stickydial <n>` (as dial, passing the stickiness token the previous
 //     stickydial got: "ok <n> <token>"), `exchange <n> [delayMs]` (n messages on the open connection, with an
 //     optional pause between them: "ok <n>"), `close` ("closed"), `quit`. A failed step answers
-//     "error <what>: <the SDK's error>" and the session goes on.
+//     "error <what>: <the SDK's error>" and the session goes on. `whoami` answers "session <jwt|legacy> <api session
+//     id> <sha256 of its token>".
 //
 // `bench <identity.json> <service> <seconds> <concurrency>` (bench.go) measures dial to first byte for the fabric
 // benchmark and prints one JSON line.
@@ -23,6 +24,8 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -31,6 +34,7 @@ import (
 	"strings"
 	"time"
 
+	edge_apis "github.com/openziti/sdk-golang/edge-apis"
 	"github.com/openziti/sdk-golang/ziti"
 	"github.com/openziti/sdk-golang/ziti/edge"
 )
@@ -44,6 +48,17 @@ func context(identityFile string) ziti.Context {
 	cfg, err := ziti.NewConfigFromFile(identityFile)
 	if err != nil {
 		fail("load identity: %v", err)
+	}
+	// SDKECHO_USERNAME and SDKECHO_PASSWORD: a password login instead of the identity file's certificate (the file
+	// then only gives the controller URL and its CA).
+	if user := os.Getenv("SDKECHO_USERNAME"); user != "" {
+		creds := edge_apis.NewUpdbCredentials(user, os.Getenv("SDKECHO_PASSWORD"))
+		if cfg.ID.CA != "" {
+			pool := x509.NewCertPool()
+			pool.AppendCertsFromPEM([]byte(strings.TrimPrefix(cfg.ID.CA, "pem:")))
+			creds.CaPool = pool
+		}
+		cfg.Credentials = creds
 	}
 	ctx, err := ziti.NewContext(cfg)
 	if err != nil {
@@ -289,6 +304,25 @@ func session(identityFile, service string) {
 			} else {
 				answer("closed")
 			}
+		case "whoami":
+			// The SDK's API session: "session <jwt|legacy> <id> <token digest>"; the digest changes when a JWT is
+			// refreshed, the id does not.
+			impl, ok := ctx.(*ziti.ContextImpl)
+			if !ok {
+				answer("error whoami: unexpected context type %T", ctx)
+				continue
+			}
+			current := impl.CtrlClt.GetCurrentApiSession()
+			if current == nil {
+				answer("error whoami: no API session")
+				continue
+			}
+			token := current.GetToken()
+			kind := "legacy"
+			if strings.HasPrefix(string(token), "ey") {
+				kind = "jwt"
+			}
+			answer("session %s %s %x", kind, current.GetId(), sha256.Sum256(token))
 		case "quit":
 			if conn != nil {
 				_ = conn.Close()
