@@ -423,7 +423,12 @@ export function oidcRoutes(deps: OidcDeps): (app: FastifyInstance) => void {
     if (header.toLowerCase().startsWith('basic ')) {
       const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
       const colon = decoded.indexOf(':');
-      const id = decodeURIComponent(colon < 0 ? decoded : decoded.slice(0, colon));
+      let id: string;
+      try {
+        id = decodeURIComponent(colon < 0 ? decoded : decoded.slice(0, colon));
+      } catch {
+        throw new OAuthError('invalid_client', 'the client id in the Authorization header is malformed', 401);
+      }
       const secret = colon < 0 ? '' : decoded.slice(colon + 1);
       // Public clients have no secret: one given is wrong.
       if (secret !== '') throw new OAuthError('invalid_client', 'the client has no secret', 401);

@@ -419,7 +419,7 @@ if (wantFuzz) {
   // Schemathesis against both Edge APIs and the fabric API, as an admin and as a plain identity (README there).
   const code = await withController('ec', async (env) => {
     console.log('test:interop: schemathesis (test/interop/fuzz)');
-    return suite('fuzz', async () => pytestCode('fuzz', await run(python, ['-m', 'pytest', '-q', '-s', '-p', 'no:cacheprovider', 'test_fuzz.py'], fuzzDir, env, countPytest)));
+    return suite('fuzz', async () => pytestCode('fuzz', await run(python, ['-m', 'pytest', '-q', '-s', '-p', 'no:cacheprovider', 'test_fuzz.py', 'test_oidc_fuzz.py'], fuzzDir, env, countPytest)));
   });
   exitCode ||= code;
 }
