@@ -4,6 +4,7 @@
  *        npm run bench -- --suite fabric [--routers N --in-flight C --duration D --workers 1|2|1,2 --store sqlite|postgres]
  *        npm run bench -- --suite fabric-scale --size medium|large|medium,large [--routers N --repeats R --duration D --in-flight C --workers W]
  *        npm run bench -- --suite upstream --size medium|large [--duration D --connections C --rounds R --sessions N]
+ *        npm run bench -- --suite oidc [--duration D --concurrency C --rounds R --key-type ec|rsa]
  *        npm run bench -- --suite soak [--minutes M --interval S --percent P --size SIZE --duration D --connections C --workers W]
  *        npm run bench -- --scenario S1|...|S13|all --size small|medium|large [--duration S --connections C
  *                         --open-fraction F --max-rate R --target-rate T --workers W --sessions N --data-dir DIR]
@@ -17,6 +18,7 @@ import { runFabricSuite } from './fabric.ts';
 import { runFabricScaleSuite } from './fabric-scale.ts';
 import { runSoakSuite } from './soak.ts';
 import { runVsUpstream } from './vs-upstream.ts';
+import { runOidcBench } from './oidc.ts';
 import type { SizeName } from './datasets/sized.ts';
 import { killChildren, killChildrenOnExit } from './lib.ts';
 import { SCENARIOS, runScenario } from './scenarios/index.ts';
@@ -37,9 +39,9 @@ function str(name: string): string | undefined {
 const scenario = str('--scenario');
 const suiteIndex = args.indexOf('--suite');
 const suite = suiteIndex >= 0 ? args[suiteIndex + 1] : 'all';
-if (!['identities', 'access', 'enrollment', 'fabric', 'stores', 'fabric-scale', 'upstream', 'soak', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access, enrollment, fabric, stores, fabric-scale, upstream, soak or all');
+if (!['identities', 'access', 'enrollment', 'fabric', 'stores', 'fabric-scale', 'upstream', 'oidc', 'soak', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access, enrollment, fabric, stores, fabric-scale, upstream, oidc, soak or all');
 // fabric-scale: 5 s per circuit run by default (it measures twice per size, on datasets that take a while to load).
-const duration = opt('--duration', scenario || suite === 'fabric-scale' || suite === 'upstream' ? 5 : 10);
+const duration = opt('--duration', scenario || suite === 'fabric-scale' || suite === 'upstream' || suite === 'oidc' ? 5 : 10);
 const connections = opt('--connections', 16);
 
 killChildrenOnExit();
@@ -105,6 +107,12 @@ try {
     const percent = opt('--percent', 80);
     if (percent > 100) throw new Error('--percent must be 1-100');
     await runSoakSuite({ size, dataDir: str('--data-dir') ?? `bench/.data/${size}`, minutes: opt('--minutes', 15), intervalS: opt('--interval', 30), percent, duration, connections, sessions: opt('--sessions', 200), workers: opt('--workers', availableParallelism()) });
+  }
+  // Not part of `all`: it needs the upstream `ziti` program (a fresh quickstart of its own).
+  if (!scenario && suite === 'oidc') {
+    const keyType = str('--key-type') ?? 'ec';
+    if (keyType !== 'ec' && keyType !== 'rsa') throw new Error('--key-type must be ec or rsa');
+    await runOidcBench({ duration, concurrency: opt('--concurrency', 8), rounds: opt('--rounds', 2), keyType });
   }
   // Not part of `all`: it needs the upstream `ziti` program and loads the dataset into it once per size (cached).
   if (!scenario && suite === 'upstream') {

@@ -539,7 +539,7 @@ export function oidcRoutes(deps: OidcDeps): (app: FastifyInstance) => void {
     if (requested === TYPE_ACCESS) {
       return { access_token: await tokens.access(claims), issued_token_type: TYPE_ACCESS, token_type: 'Bearer', expires_in: tokens.lifetimes.accessTokenSeconds, scope };
     }
-    const issued = await tokens.issue(claims, facts, '');
+    const issued = await tokens.issue(claims, facts, '', false);
     await extendSession(claims.apiSessionId, issued.refreshExpiresAt);
     return { access_token: issued.accessToken, issued_token_type: TYPE_REFRESH, token_type: 'Bearer', expires_in: issued.expiresIn, scope, refresh_token: issued.refreshToken };
   }

@@ -109,14 +109,17 @@ export function createOidcTokens(key: JwtSigningKey, lifetimes: OidcLifetimes, n
     );
   }
 
-  /** Access, refresh and ID token for a session, all issued now. */
-  async function issue(s: SessionClaims, identity: IdentityFacts, nonce: string): Promise<IssuedTokens> {
+  /**
+   * Access, refresh and (unless `withIdToken` is false: a token exchange answers without one) ID token for a
+   * session, all issued now. Each is a signature, most of what issuing costs with an RSA key.
+   */
+  async function issue(s: SessionClaims, identity: IdentityFacts, nonce: string, withIdToken = true): Promise<IssuedTokens> {
     const iat = seconds();
     const accessJti = randomUUID();
     return {
       accessToken: await access(s, iat, accessJti),
       refreshToken: await refresh(s, iat, randomUUID()),
-      idToken: await id(s, identity, nonce, iat),
+      idToken: withIdToken ? await id(s, identity, nonce, iat) : '',
       expiresIn: lifetimes.accessTokenSeconds,
       refreshExpiresAt: iat + lifetimes.refreshTokenSeconds,
       accessJti,
