@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { dropTestDatabase, freePort, testDatabaseArgs, testStore, uniqueName } from '../support/controller.ts';
 import { createClient, type HttpClient, type HttpResponse } from '../support/client.ts';
 import { assertMatchesReference } from '../support/reference-spec.ts';
+import { bearer, oidcLogin, tokenRequest } from '../support/oidc.ts';
 
 const ADMIN_PASSWORD = 'workers-admin-password';
 const dataDir = mkdtempSync(join(tmpdir(), 'portcullis-workers-'));
@@ -259,6 +260,33 @@ describe('two workers', () => {
         assert.equal(refused.status, 409, `worker ${workerOf(refused)}: ${refused.text}`);
         assert.equal(refused.body.error.code, 'SNAPSHOT_NOT_SUPPORTED', refused.text);
       }
+    }
+  });
+
+  it('an OIDC login whose steps land on different workers completes, and its token works on both', async () => {
+    const user = uniqueName('oidc-worker');
+    const identity = await mgmt.post('/identities', { name: user, type: 'User', isAdmin: false });
+    assert.equal(identity.status, 201, identity.text);
+    assert.equal((await mgmt.post('/authenticators', { method: 'updb', identityId: identity.body.data.id, username: user, password: 'Oidc-worker-123' })).status, 201);
+    // Every step opens a connection of its own: authorize, login, callback and token alternate between workers.
+    const tokens = await oidcLogin(http, { username: user, password: 'Oidc-worker-123' });
+    const workers = new Set<string>();
+    for (let i = 0; i < 6; i++) {
+      const res = await http.get('/edge/client/v1/current-api-session', bearer(tokens.accessToken));
+      assert.equal(res.status, 200, res.text);
+      workers.add(workerOf(res));
+    }
+    assert.equal(workers.size, 2, 'the token was used on both workers');
+    const refreshed = await tokenRequest(http, { grant_type: 'refresh_token', refresh_token: tokens.refreshToken }, 'native');
+    assert.equal(refreshed.status, 200, refreshed.text);
+    // Ended through one worker, refused by both.
+    assert.equal((await http.delete('/edge/client/v1/current-api-session', bearer(refreshed.body.access_token))).status, 200);
+    // On PostgreSQL the other worker learns of the commit by its notice, which may trail the answer by a moment.
+    const deadline = Date.now() + (testStore() === 'postgres' ? 2000 : 0);
+    for (let i = 0; i < 4; i++) {
+      let status = (await http.get('/edge/client/v1/current-api-session', bearer(refreshed.body.access_token))).status;
+      while (status !== 401 && Date.now() < deadline) status = (await http.get('/edge/client/v1/current-api-session', bearer(refreshed.body.access_token))).status;
+      assert.equal(status, 401);
     }
   });
 

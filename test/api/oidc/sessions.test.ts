@@ -87,6 +87,28 @@ describe('JWT API sessions', async () => {
     assert.equal(String(elsewhere.headers.location), '/oidc/logged-out');
   });
 
+  it('follows a changed auth policy: a policy that now requires TOTP makes the session partial, as a zt-session', async () => {
+    const { id, tokens } = await user();
+    const policy = await tc.mgmt.post('/auth-policies', {
+      name: `totp-${id}`,
+      primary: {
+        cert: { allowed: true, allowExpiredCerts: false },
+        extJwt: { allowed: false, allowedSigners: [] },
+        updb: { allowed: true, lockoutDurationMinutes: 0, maxAttempts: 5, minPasswordLength: 5, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false },
+      },
+      secondary: { requireTotp: true },
+    });
+    assert.equal(policy.status, 201, policy.text);
+    assert.equal((await http.get('/edge/client/v1/services', bearer(tokens.accessToken))).status, 200);
+    assert.equal((await tc.mgmt.patch(`/identities/${id}`, { authPolicyId: policy.body.data.id })).status, 200);
+    assert.equal((await http.get('/edge/client/v1/services', bearer(tokens.accessToken))).status, 401);
+    const current = await http.get('/edge/client/v1/current-api-session', bearer(tokens.accessToken));
+    assert.equal(current.status, 200);
+    assert.equal(current.body.data.authQueries[0].typeId, 'MFA');
+    const refresh = await tokenRequest(http, { grant_type: 'refresh_token', refresh_token: tokens.refreshToken }, 'native');
+    assert.equal(refresh.body.error, 'invalid_grant', 'no new tokens while a factor is pending');
+  });
+
   it('issues TOTP tokens to JWT sessions only', async () => {
     const u = await createUserWithPassword(tc);
     const zt = tc.http.as({ token: u.token });

@@ -9,6 +9,8 @@
  * - A connection stays open across two refreshes of the dialer's access token (the SDK hands each new token to the
  *   router), and keeps carrying data.
  * - Ending the dialer's API session ends its open connection; the SDK logs in again for its next dial.
+ * - TOTP through OIDC: an identity with MFA answers the code in its login; one whose auth policy requires TOTP
+ *   enrolls during its login (the Go SDK's enrollment listener).
  * - `ziti tunnel host` and `ziti tunnel proxy` carry HTTP through the router with JWT sessions.
  * - The Python package's C SDK (openziti 0.6.0) keeps logging in with a zt-session, and dials beside them.
  *
@@ -19,7 +21,9 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
+import { Secret, TOTP } from 'otpauth';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -257,6 +261,68 @@ describe('OIDC logins and JWT API sessions with upstream clients', () => {
     assert.equal(await d.ask('dial 3', 60_000), 'ok 3');
     d.send('quit');
     await d.exited(20_000);
+  });
+
+  it('TOTP through OIDC: an identity with MFA logs in with a code and dials; one that a policy requires TOTP of enrolls during its login', async () => {
+    cliLogin();
+    // An identity with verified MFA, enrolled over REST with a zt-session of its certificate.
+    const mfaUser = await enrolledIdentity(admin, 'oidc-mfa', ['oidc-dialers']);
+    const file = JSON.parse(readFileSync(mfaUser.file, 'utf8')) as { id: { cert: string; key: string } };
+    const tls = { cert: file.id.cert.replace(/^pem:/, ''), key: file.id.key.replace(/^pem:/, '') };
+    const ca = readFileSync(process.env.PORTCULLIS_CA_FILE!, 'utf8');
+    const call = (method: string, path: string, token?: string, body?: unknown) =>
+      new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const payload = body === undefined ? undefined : JSON.stringify(body);
+        const req = httpsRequest(`https://127.0.0.1:${port}/edge/client/v1${path}`, {
+          method, ca, ...tls,
+          headers: { accept: 'application/json', ...(token ? { 'zt-session': token } : {}), ...(payload ? { 'content-type': 'application/json' } : {}) },
+        }, (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
+        });
+        req.on('error', reject);
+        req.end(payload);
+      });
+    const login = await call('POST', '/authenticate?method=cert', undefined, {});
+    assert.equal(login.status, 200, JSON.stringify(login.body));
+    const zt = login.body.data.token as string;
+    assert.equal((await call('POST', '/current-identity/mfa', zt)).status, 201);
+    const secret = new URL((await call('GET', '/current-identity/mfa', zt)).body.data.provisioningUrl).searchParams.get('secret')!;
+    const code = () => new TOTP({ secret: Secret.fromBase32(secret) }).generate();
+    assert.equal((await call('POST', '/current-identity/mfa/verify', zt, { code: code() })).status, 200);
+
+    const d = startProcess('oidc-mfa', sdkecho, ['session', mfaUser.file, service], { stdin: true, env: { SDKECHO_TOTP_SECRET: secret } });
+    await d.waitForLine('ready', 60_000);
+    const me = await whoami(d);
+    assert.equal(me.kind, 'jwt');
+    assert.equal((await admin.data(`/api-sessions/${me.id}`)).isMfaComplete, true, 'the JWT session passed TOTP');
+    assert.equal(await d.ask('dial 3', 60_000), 'ok 3');
+    d.send('quit');
+    await d.exited(20_000);
+
+    // A policy that requires TOTP of an identity without MFA: the SDK enrolls during its OIDC login.
+    const policy = await admin.create('/auth-policies', {
+      name: 'oidc-totp-required',
+      primary: {
+        cert: { allowed: true, allowExpiredCerts: false },
+        extJwt: { allowed: false, allowedSigners: [] },
+        updb: { allowed: true, lockoutDurationMinutes: 0, maxAttempts: 5, minPasswordLength: 5, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false },
+      },
+      secondary: { requireTotp: true },
+    });
+    const enrolling = await enrolledIdentity(admin, 'oidc-totp-enroll', ['oidc-dialers']);
+    const patched = await admin.request('PATCH', `/identities/${enrolling.id}`, { authPolicyId: policy });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    const e = startProcess('oidc-totp-enroll', sdkecho, ['session', enrolling.file, service], { stdin: true, env: { SDKECHO_TOTP_ENROLL: '1' } });
+    await e.waitForLine(/^totp-secret /, 60_000);
+    await e.waitForLine('ready', 60_000);
+    assert.equal((await whoami(e)).kind, 'jwt');
+    assert.equal(await e.ask('dial 2', 60_000), 'ok 2');
+    e.send('quit');
+    await e.exited(20_000);
+    const mfa = await admin.data(`/identities/${enrolling.id}`);
+    assert.equal(mfa.isMfaEnabled, true, 'the identity has verified MFA now');
   });
 
   it('the Python SDK (the C SDK) enrolls and dials, with a zt-session beside the JWT sessions', async () => {

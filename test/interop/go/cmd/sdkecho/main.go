@@ -24,16 +24,22 @@ package main
 
 import (
 	"bufio"
+	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/base32"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/openziti/edge-api/rest_model"
 	edge_apis "github.com/openziti/sdk-golang/edge-apis"
 	"github.com/openziti/sdk-golang/ziti"
 	"github.com/openziti/sdk-golang/ziti/edge"
@@ -64,7 +70,43 @@ func context(identityFile string) ziti.Context {
 	if err != nil {
 		fail("new context: %v", err)
 	}
+	// SDKECHO_TOTP_SECRET: answer TOTP auth queries with codes of this secret. SDKECHO_TOTP_ENROLL=1: enroll TOTP
+	// when the login asks for it, answering with a code of the provisioning URL's secret (printed as "totp-secret <s>").
+	if impl, ok := ctx.(*ziti.ContextImpl); ok {
+		if secret := os.Getenv("SDKECHO_TOTP_SECRET"); secret != "" {
+			impl.AddMfaTotpCodeListener(func(_ ziti.Context, _ *rest_model.AuthQueryDetail, respond ziti.MfaCodeResponse) {
+				_ = respond(totpCode(secret))
+			})
+		}
+		if os.Getenv("SDKECHO_TOTP_ENROLL") == "1" {
+			impl.AddMfaTotpEnrollmentListener(func(_ ziti.Context, provisioningUrl string, respond ziti.MfaTotpEnrollmentResponse) {
+				u, err := url.Parse(provisioningUrl)
+				if err != nil {
+					respond("", err)
+					return
+				}
+				secret := u.Query().Get("secret")
+				fmt.Printf("totp-secret %s\n", secret)
+				respond(totpCode(secret), nil)
+			})
+		}
+	}
 	return ctx
+}
+
+// totpCode is the current RFC 6238 code (SHA-1, 6 digits, 30 s) of a base32 secret.
+func totpCode(secret string) string {
+	key, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(strings.ToUpper(strings.TrimRight(secret, "=")))
+	if err != nil {
+		return ""
+	}
+	var counter [8]byte
+	binary.BigEndian.PutUint64(counter[:], uint64(time.Now().Unix()/30))
+	mac := hmac.New(sha1.New, key)
+	mac.Write(counter[:])
+	sum := mac.Sum(nil)
+	offset := sum[len(sum)-1] & 0x0f
+	return fmt.Sprintf("%06d", (binary.BigEndian.Uint32(sum[offset:offset+4])&0x7fffffff)%1000000)
 }
 
 func host(identityFile, service string) {
