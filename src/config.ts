@@ -45,8 +45,9 @@ export interface Config {
   /** Most open connections per process. */
   maxConnections: number;
   /**
-   * Whether `/version` lists `OIDC_AUTH`. Upstream v2 clients (Go SDK, `ziti` CLI, C SDK) then log in through
-   * `/oidc` and use JWT API sessions; older ones keep using zt-session. The `/oidc` routes are served either way.
+   * Whether `/version` lists `OIDC_AUTH` (default true). Upstream v2 clients (Go SDK, `ziti` CLI, tunnelers) then log
+   * in through `/oidc` and use JWT API sessions; older ones keep using zt-session. The `/oidc` routes are served
+   * either way.
    */
   oidcAuth: boolean;
   /** Lifetimes of the tokens of an OIDC login, in seconds (upstream: 30 min, 24 h, 30 min). */
@@ -203,9 +204,9 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     )
     .option(
       '--oidc-auth [on]',
-      'list OIDC_AUTH in /version, so upstream v2 clients log in through /oidc with JWT sessions (or PORTCULLIS_OIDC_AUTH)',
+      'list OIDC_AUTH in /version (default on), so upstream v2 clients log in through /oidc with JWT sessions; `--oidc-auth false` keeps them on zt-sessions (or PORTCULLIS_OIDC_AUTH)',
       parseSwitch,
-      env.PORTCULLIS_OIDC_AUTH ? parseSwitch(env.PORTCULLIS_OIDC_AUTH) : false,
+      env.PORTCULLIS_OIDC_AUTH ? parseSwitch(env.PORTCULLIS_OIDC_AUTH) : true,
     )
     .allowExcessArguments(false)
     .configureOutput({ outputError: (text, write) => write(withoutPasswords(text)) })
@@ -216,7 +217,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
   if (o.databaseUrl !== undefined) checkDatabaseUrl(o.databaseUrl);
   return {
     ...o,
-    oidcAuth: o.oidcAuth === true,
+    oidcAuth: o.oidcAuth !== false,
     dataDir: resolve(o.dataDir),
     apiSessionTimeoutMs: sessionTimeoutMs(env.PORTCULLIS_API_SESSION_TIMEOUT_SECONDS),
     oidcTokens: {

@@ -28,7 +28,8 @@ describe('GET /version and GET /', () => {
     assert.equal(data.apiVersions['edge-management'].v1.path, '/edge/management/v1');
     assert.deepEqual(data.apiVersions.edge, data.apiVersions['edge-client']);
     assert.equal(data.apiVersions['edge-client'].v1.apiBaseUrls[0], `https://localhost:${tc.port}/edge/client/v1`);
-    assert.ok(!data.capabilities.includes('OIDC_AUTH'), 'does not advertise OIDC');
+    assert.deepEqual(data.capabilities, ['OIDC_AUTH'], 'advertises OIDC logins (and no HA controller)');
+    assert.equal(data.apiVersions['edge-oidc'].v1.path, '/oidc');
     // The upstream line it is compatible with (consoles and routers gate features on it); its own name in revision.
     assert.equal(data.version, 'v2.0.0');
     assert.match(data.revision, /^portcullis v\d+\.\d+\.\d+/);

@@ -11,7 +11,7 @@ import { startTestController } from '../../support/controller.ts';
 import { createUserWithPassword } from '../../support/factories.ts';
 import { manualClock } from '../../support/manual-clock.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
-import { bearer, claimsOf, form, oidcLogin, tokenRequest, type OidcTokens } from '../../support/oidc.ts';
+import { SDK_REDIRECT, authorize, bearer, callbackCode, claimsOf, form, loginStep, oidcLogin, tokenRequest, type OidcTokens } from '../../support/oidc.ts';
 
 function totpFor(secret: string): string {
   return new TOTP({ secret: Secret.fromBase32(secret) }).generate({ timestamp: Date.now() });
@@ -167,13 +167,26 @@ describe('JWT API session expiry', async () => {
     assert.equal(late.status, 400);
     assert.equal(late.body.error, 'invalid_grant');
   });
+
+  it('refuses a code redeemed after its auth request expired (ten minutes)', async () => {
+    const u = await createUserWithPassword(tc);
+    const started = await authorize(tc.http, {}, { method: 'password' });
+    assert.equal((await loginStep(tc.http, 'password', started.id, { username: u.username, password: u.password })).status, 302);
+    const code = await callbackCode(tc.http, started.id, started.state);
+    clock.advance(10 * 60_000 + 1000);
+    const res = await tokenRequest(tc.http, { grant_type: 'authorization_code', client_id: 'native', code, code_verifier: started.pkce.verifier, redirect_uri: SDK_REDIRECT });
+    assert.equal(res.status, 400, res.text);
+    assert.equal(res.body.error, 'invalid_grant');
+    assert.equal(res.body.access_token, undefined);
+  });
 });
 
 describe('OIDC_AUTH in /version', async () => {
-  it('is listed only when switched on', async () => {
-    const off = await startTestController();
+  it('is listed unless switched off', async () => {
+    const off = await startTestController({ env: { PORTCULLIS_OIDC_AUTH: 'false' } });
     assert.deepEqual((await off.http.get('/version')).body.data.capabilities, []);
-    const on = await startTestController({ env: { PORTCULLIS_OIDC_AUTH: 'true' } });
+    assert.equal((await off.http.get('/version')).body.data.apiVersions['edge-oidc'], undefined);
+    const on = await startTestController();
     const v = await on.http.get('/edge/client/v1/version');
     assert.deepEqual(v.body.data.capabilities, ['OIDC_AUTH']);
     assert.equal(v.body.data.apiVersions['edge-oidc'].v1.path, '/oidc');

@@ -208,7 +208,7 @@ describe('OIDC logins and JWT API sessions with upstream clients', () => {
   });
 
   it('keeps an open connection across two refreshes of the access token', async () => {
-    const d = sdkSession('oidc-long', dialer);
+    const d = startProcess('oidc-long', sdkecho, ['session', dialer.file, service], { stdin: true, env: { SDKECHO_LOG: 'debug' } });
     await d.waitForLine('ready', 60_000);
     const first = await whoami(d);
     assert.equal(await d.ask('open', 60_000), 'opened');
@@ -221,6 +221,9 @@ describe('OIDC logins and JWT API sessions with upstream clients', () => {
       digests.add(now.digest);
     }
     assert.ok(digests.size >= 3, `the access token was refreshed at least twice (${digests.size - 1} times)`);
+    // What the SDK's own log says of it (debug level).
+    const refreshLines = d.stderr().split('\n').filter((l) => /refresh|exchang|token/i.test(l));
+    console.log(`# the Go SDK's log of its refreshes (${refreshLines.length} lines):\n${refreshLines.slice(0, 12).map((l) => `#   ${l.slice(0, 300)}`).join('\n')}`);
     assert.equal(await d.ask('exchange 3', 30_000, /^(ok|error)/), 'ok 3');
     d.send('quit');
     await d.exited(20_000);
@@ -238,6 +241,8 @@ describe('OIDC logins and JWT API sessions with upstream clients', () => {
     // The SDK learns at its next request that the session has ended, and logs in again by itself (it holds its
     // certificate): the next dial works, with a new API session.
     assert.equal(await d.ask('dial 1', 60_000, /^(ok|error)/), 'ok 1');
+    const logged = d.stderr().split('\n').filter((l) => /refresh|authenticat|invalid_grant/i.test(l));
+    console.log(`# the Go SDK's log after the revocation:\n${logged.slice(0, 6).map((l) => `#   ${l.slice(0, 300)}`).join('\n')}`);
     const after = await whoami(d);
     assert.notEqual(after.id, me.id, 'the SDK dials with a new API session');
     assert.equal(after.kind, 'jwt');

@@ -43,6 +43,7 @@ import (
 	edge_apis "github.com/openziti/sdk-golang/edge-apis"
 	"github.com/openziti/sdk-golang/ziti"
 	"github.com/openziti/sdk-golang/ziti/edge"
+	"github.com/sirupsen/logrus"
 )
 
 func fail(format string, args ...any) {
@@ -392,6 +393,10 @@ func oneExchange(c net.Conn, n int, suffix string) string {
 }
 
 func main() {
+	// SDKECHO_LOG=debug: the SDK's own log at debug level on stderr (its token refreshes are logged there).
+	if os.Getenv("SDKECHO_LOG") == "debug" {
+		logrus.SetLevel(logrus.DebugLevel)
+	}
 	if len(os.Args) < 4 {
 		fail("usage: sdkecho host <identity.json> <service> | dial <identity.json> <service> <count> | " +
 			"bind <identity.json> <service> <seconds> | session <identity.json> <service> | " +
