@@ -345,11 +345,15 @@ export function oidcRoutes(deps: OidcDeps): (app: FastifyInstance) => void {
     return { ...stored, data };
   }
 
-  async function loginTotp(req: FastifyRequest, reply: FastifyReply) {
+  /**
+   * A TOTP step of a login (`check` takes the code: a login's code, or the one that verifies an enrollment): a wrong
+   * code answers upstream's 400 body, a right one moves the login on.
+   */
+  async function totpStep(req: FastifyRequest, reply: FastifyReply, check: (identityId: string, apiSessionId: string, code: string) => Promise<void>) {
     assertFormOrJson(req);
     const stored = await loginRequest(req, true);
     try {
-      await mfa.authenticate(stored.data.identityId!, stored.data.apiSessionId!, codeParam(req));
+      await check(stored.data.identityId!, stored.data.apiSessionId!, codeParam(req));
     } catch (err) {
       if (err instanceof ApiError && err.code === 'MFA_INVALID_TOKEN') {
         return reply.code(400).header('content-type', 'application/json').send(JSON.stringify({ code: 'INVALID TOTP CODE', message: 'an invalid TOTP code was supplied' }));
@@ -376,19 +380,6 @@ export function oidcRoutes(deps: OidcDeps): (app: FastifyInstance) => void {
     return reply.code(200).header('content-type', 'application/json').send('{}');
   }
 
-  async function verifyTotpEnrollment(req: FastifyRequest, reply: FastifyReply) {
-    assertFormOrJson(req);
-    const stored = await loginRequest(req, true);
-    try {
-      await mfa.verify(stored.data.identityId!, stored.data.apiSessionId!, codeParam(req));
-    } catch (err) {
-      if (err instanceof ApiError && err.code === 'MFA_INVALID_TOKEN') {
-        return reply.code(400).header('content-type', 'application/json').send(JSON.stringify({ code: 'INVALID TOTP CODE', message: 'an invalid TOTP code was supplied' }));
-      }
-      throw err;
-    }
-    return nextStep(reply, await addTotp(stored), req.headers);
-  }
 
   async function authQueries(req: FastifyRequest, reply: FastifyReply) {
     const stored = await loginRequest(req, true);
@@ -673,10 +664,10 @@ export function oidcRoutes(deps: OidcDeps): (app: FastifyInstance) => void {
         scope.get(`${o}/login/${page}`, (req, reply) => loginPage(req, reply, page));
         scope.post(`${o}/login/${page}`, (req, reply) => login(req, reply, page));
       }
-      scope.post(`${o}/login/totp`, loginTotp);
+      scope.post(`${o}/login/totp`, (req, reply) => totpStep(req, reply, mfa.authenticate));
       scope.post(`${o}/login/totp/enroll`, enrollTotp);
       scope.delete(`${o}/login/totp/enroll`, unenrollTotp);
-      scope.post(`${o}/login/totp/enroll/verify`, verifyTotpEnrollment);
+      scope.post(`${o}/login/totp/enroll/verify`, (req, reply) => totpStep(req, reply, mfa.verify));
       scope.get(`${o}/login/auth-queries`, authQueries);
       scope.post(`${o}/oauth/token`, token);
       scope.post(`${o}/revoke`, revoke);

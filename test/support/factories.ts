@@ -49,3 +49,24 @@ export async function createClientUser(tc: TestController, overrides: Record<str
   const token = res.body.data.token as string;
   return { id: u.id, client: createClient(`https://127.0.0.1:${tc.port}/edge/client/v1`, tc.ca, { token }), apiSessionId: res.body.data.id, token };
 }
+
+/** An auth policy allowing every primary method, with the secondary TOTP requirement and updb lockout given; returns its id. */
+export async function createAuthPolicy(mgmt: HttpClient, opts: { requireTotp?: boolean; maxAttempts?: number; lockoutDurationMinutes?: number } = {}): Promise<string> {
+  return createRecord(mgmt, '/auth-policies', {
+    name: uniqueName('auth-policy'),
+    primary: {
+      cert: { allowed: true, allowExpiredCerts: false },
+      extJwt: { allowed: false, allowedSigners: [] },
+      updb: {
+        allowed: true,
+        lockoutDurationMinutes: opts.lockoutDurationMinutes ?? 0,
+        maxAttempts: opts.maxAttempts ?? 5,
+        minPasswordLength: 5,
+        requireMixedCase: false,
+        requireNumberChar: false,
+        requireSpecialChar: false,
+      },
+    },
+    secondary: { requireTotp: opts.requireTotp ?? false },
+  });
+}

@@ -7,8 +7,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Secret, TOTP } from 'otpauth';
 import { compactVerify, importJWK } from 'jose';
-import { ADMIN_PASSWORD, ADMIN_USER, startTestController, uniqueName } from '../../support/controller.ts';
-import { createIdentity, createUserWithPassword } from '../../support/factories.ts';
+import { ADMIN_PASSWORD, ADMIN_USER, startTestController } from '../../support/controller.ts';
+import { createAuthPolicy, createIdentity, createUserWithPassword } from '../../support/factories.ts';
 import { csrPem, newKey, sha1Of } from '../../support/router-certs.ts';
 import { parseCsr } from '../../../src/pki/csr.ts';
 import {
@@ -202,17 +202,7 @@ describe('OIDC provider', async () => {
   });
 
   it('enrolls TOTP during a login that a policy requires it for', async () => {
-    const policy = await tc.mgmt.post('/auth-policies', {
-      name: uniqueName('totp-policy'),
-      primary: {
-        cert: { allowed: true, allowExpiredCerts: false },
-        extJwt: { allowed: false, allowedSigners: [] },
-        updb: { allowed: true, lockoutDurationMinutes: 0, maxAttempts: 5, minPasswordLength: 5, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false },
-      },
-      secondary: { requireTotp: true },
-    });
-    assert.equal(policy.status, 201, policy.text);
-    const u = await createUserWithPassword(tc, { authPolicyId: policy.body.data.id });
+    const u = await createUserWithPassword(tc, { authPolicyId: await createAuthPolicy(tc.mgmt, { requireTotp: true }) });
     const started = await authorize(http, {}, { method: 'password' });
     const step = await loginStep(http, 'password', started.id, { username: u.username, password: u.password });
     assert.equal(step.status, 200, step.text);

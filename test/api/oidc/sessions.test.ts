@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Secret, TOTP } from 'otpauth';
 import { startTestController } from '../../support/controller.ts';
-import { createUserWithPassword } from '../../support/factories.ts';
+import { createAuthPolicy, createUserWithPassword } from '../../support/factories.ts';
 import { manualClock } from '../../support/manual-clock.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
 import { SDK_REDIRECT, authorize, bearer, callbackCode, claimsOf, form, loginStep, oidcLogin, tokenRequest, type OidcTokens } from '../../support/oidc.ts';
@@ -89,18 +89,9 @@ describe('JWT API sessions', async () => {
 
   it('follows a changed auth policy: a policy that now requires TOTP makes the session partial, as a zt-session', async () => {
     const { id, tokens } = await user();
-    const policy = await tc.mgmt.post('/auth-policies', {
-      name: `totp-${id}`,
-      primary: {
-        cert: { allowed: true, allowExpiredCerts: false },
-        extJwt: { allowed: false, allowedSigners: [] },
-        updb: { allowed: true, lockoutDurationMinutes: 0, maxAttempts: 5, minPasswordLength: 5, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false },
-      },
-      secondary: { requireTotp: true },
-    });
-    assert.equal(policy.status, 201, policy.text);
+    const policyId = await createAuthPolicy(tc.mgmt, { requireTotp: true });
     assert.equal((await http.get('/edge/client/v1/services', bearer(tokens.accessToken))).status, 200);
-    assert.equal((await tc.mgmt.patch(`/identities/${id}`, { authPolicyId: policy.body.data.id })).status, 200);
+    assert.equal((await tc.mgmt.patch(`/identities/${id}`, { authPolicyId: policyId })).status, 200);
     assert.equal((await http.get('/edge/client/v1/services', bearer(tokens.accessToken))).status, 401);
     const current = await http.get('/edge/client/v1/current-api-session', bearer(tokens.accessToken));
     assert.equal(current.status, 200);

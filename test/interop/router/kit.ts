@@ -190,3 +190,27 @@ export async function closeServer(server: Server | undefined): Promise<void> {
   server.closeAllConnections();
   await new Promise<void>((r) => server.close(() => r()));
 }
+
+/**
+ * A database of its own for a suite that runs its own controller, when the suites run on PostgreSQL
+ * (PORTCULLIS_TEST_DATABASE_URL names the server); undefined on SQLite. `drop` removes it.
+ */
+export async function ownDatabase(prefix: string): Promise<{ url: string; drop(): Promise<void> } | undefined> {
+  const server = process.env.PORTCULLIS_TEST_DATABASE_URL;
+  if (!server) return undefined;
+  const { default: pg } = await import('pg');
+  const name = `${prefix}_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  const run = async (sql: string) => {
+    const client = new pg.Client({ connectionString: server });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await run(`CREATE DATABASE ${name}`);
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}

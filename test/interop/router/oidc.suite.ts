@@ -30,7 +30,7 @@ import {
   cliConfigDir, createEdgeRouter, enrollRouter, freePort, runProcess, startProcess, startRouter, waitFor, workDir, writeRouterConfig, ziti, zitiCli,
   type EdgeRest, type PeerProcess, type RouterHandle,
 } from './harness.ts';
-import { closeServer, enrolledIdentity, fetchPage, routerSuite, waitListening, waitOnlineSynced, type Identity } from './kit.ts';
+import { closeServer, enrolledIdentity, fetchPage, ownDatabase, routerSuite, waitListening, waitOnlineSynced, type Identity } from './kit.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '..', '..', '..');
@@ -44,25 +44,6 @@ let controllerLog = '';
 let database: { url: string; drop(): Promise<void> } | undefined;
 let httpServer: Server | undefined;
 
-async function createDatabase(): Promise<typeof database> {
-  const server = process.env.PORTCULLIS_TEST_DATABASE_URL;
-  if (!server) return undefined;
-  const { default: pg } = await import('pg');
-  const name = `oidc_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
-  const run = async (sql: string) => {
-    const client = new pg.Client({ connectionString: server });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
-  await run(`CREATE DATABASE ${name}`);
-  const url = new URL(server);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
-}
 
 function startController(): void {
   const child = spawn(
@@ -93,7 +74,7 @@ const service = 'oidc-echo';
 const suite = routerSuite({
   setup: async () => {
     port = await freePort();
-    database = await createDatabase();
+    database = await ownDatabase('oidc');
     startController();
     await waitFor(() => controllerLog.includes('Portcullis ready') || undefined, 60_000, { what: 'the controller to start', lastSeen: () => controllerLog.slice(-2000) });
     process.env.PORTCULLIS_URL = `https://127.0.0.1:${port}`;

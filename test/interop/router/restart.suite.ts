@@ -16,7 +16,7 @@ import {
   adminRest, runProcess, createEdgeRouter, enrollRouter, freePort, startProcess, startRouter, waitFor,
   workDir, writeRouterConfig, zitiCli, type EdgeRest, type PeerProcess, type RouterHandle, type RouterProcess,
 } from './harness.ts';
-import { routerSuite } from './kit.ts';
+import { ownDatabase, routerSuite } from './kit.ts';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const dataDir = mkdtempSync(join(tmpdir(), 'portcullis-restart-'));
@@ -27,25 +27,6 @@ let controllerLog = '';
 /** Its own database when the suites run on PostgreSQL (never the database of the suite's shared controller). */
 let database: { url: string; drop(): Promise<void> } | undefined;
 
-async function createDatabase(): Promise<typeof database> {
-  const server = process.env.PORTCULLIS_TEST_DATABASE_URL;
-  if (!server) return undefined;
-  const { default: pg } = await import('pg');
-  const name = `restart_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
-  const run = async (sql: string) => {
-    const client = new pg.Client({ connectionString: server });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
-  await run(`CREATE DATABASE ${name}`);
-  const url = new URL(server);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
-}
 
 function startController(): ChildProcess {
   const child = spawn(
@@ -102,7 +83,7 @@ const suite = routerSuite({
   // A controller of its own, started before the suite's setup logs in to it.
   setup: async () => {
     port = await freePort();
-    database = await createDatabase();
+    database = await ownDatabase('restart');
     startController();
     await waitControllerReady();
     process.env.PORTCULLIS_URL = `https://127.0.0.1:${port}`;

@@ -80,7 +80,7 @@ const events: edge.DataStateEvent[] = [
       format: edge.PublicKeyFormat.PKIXPublicKey,
     },
   },
-  { action: edge.DataStateAction.Update, isSynthetic: true, revocation: { id: 'jti1', expiresAt: { seconds: 1_700_000_000n, nanos: 5 } } },
+  { action: edge.DataStateAction.Update, isSynthetic: true, revocation: { id: 'jti1', expiresAt: { seconds: 1_700_000_000n, nanos: 5 }, type: 'API_SESSION', issuedBefore: { seconds: 1_699_999_000n, nanos: 7 } } },
   {
     action: edge.DataStateAction.Update,
     isSynthetic: true,
