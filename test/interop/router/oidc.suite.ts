@@ -204,7 +204,9 @@ describe('OIDC logins and JWT API sessions with upstream clients', () => {
     assert.ok(digests.size >= 3, `the access token was refreshed at least twice (${digests.size - 1} times)`);
     // What the SDK's own log says of it (debug level).
     const refreshLines = d.stderr().split('\n').filter((l) => /refresh|exchang|token/i.test(l));
-    console.log(`# the Go SDK's log of its refreshes (${refreshLines.length} lines):\n${refreshLines.slice(0, 12).map((l) => `#   ${l.slice(0, 300)}`).join('\n')}`);
+    // Tokens the SDK logs at debug level are shown as <token>.
+    const shown = (l: string) => `#   ${l.replace(/eyJ[A-Za-z0-9_.-]+/g, '<token>').slice(0, 300)}`;
+    console.log(`# the Go SDK's log of its refreshes (${refreshLines.length} lines):\n${refreshLines.slice(0, 12).map(shown).join('\n')}`);
     assert.equal(await d.ask('exchange 3', 30_000, /^(ok|error)/), 'ok 3');
     d.send('quit');
     await d.exited(20_000);
@@ -223,7 +225,7 @@ describe('OIDC logins and JWT API sessions with upstream clients', () => {
     // certificate): the next dial works, with a new API session.
     assert.equal(await d.ask('dial 1', 60_000, /^(ok|error)/), 'ok 1');
     const logged = d.stderr().split('\n').filter((l) => /refresh|authenticat|invalid_grant/i.test(l));
-    console.log(`# the Go SDK's log after the revocation:\n${logged.slice(0, 6).map((l) => `#   ${l.slice(0, 300)}`).join('\n')}`);
+    console.log(`# the Go SDK's log after the revocation:\n${logged.slice(0, 6).map((l) => `#   ${l.replace(/eyJ[A-Za-z0-9_.-]+/g, '<token>').slice(0, 300)}`).join('\n')}`);
     const after = await whoami(d);
     assert.notEqual(after.id, me.id, 'the SDK dials with a new API session');
     assert.equal(after.kind, 'jwt');
