@@ -1,11 +1,12 @@
 /**
  * OIDC logins under the rules of `POST /authenticate`: an external JWT as the login step, the lockout of an auth
- * policy counting failed OIDC password logins, and a re-enrollment ending the JWT sessions of the identity.
+ * policy counting failed OIDC password logins, posture data kept per JWT session, and a re-enrollment ending the JWT
+ * sessions of the identity.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestController, uniqueName } from '../../support/controller.ts';
-import { createAuthPolicy, createIdentity, createUserWithPassword } from '../../support/factories.ts';
+import { createAuthPolicy, createIdentity, createRecord, createUserWithPassword } from '../../support/factories.ts';
 import { claimsFor, createTestSigner } from '../../support/external-signer.ts';
 import { authorize, bearer, claimsOf, loginStep, oidcLogin, tokenRequest } from '../../support/oidc.ts';
 
@@ -46,6 +47,30 @@ describe('OIDC logins under the rules of authenticate', async () => {
     assert.equal(locked.headers.location, undefined);
     // zt-session logins see the same lockout.
     assert.equal((await http.post('/edge/client/v1/authenticate?method=password', { username: u.username, password: u.password })).status, 401);
+  });
+
+  it('keeps posture data per JWT session: a Dial session is refused until the posture response is sent with the Bearer token', async () => {
+    await createRecord(tc.mgmt, '/edge-routers', { name: uniqueName('er'), roleAttributes: ['oidc-pe'] });
+    await createRecord(tc.mgmt, '/edge-router-policies', { name: uniqueName('erp'), semantic: 'AnyOf', identityRoles: ['#all'], edgeRouterRoles: ['#oidc-pe'] });
+    await createRecord(tc.mgmt, '/service-edge-router-policies', { name: uniqueName('serp'), semantic: 'AnyOf', serviceRoles: ['#all'], edgeRouterRoles: ['#oidc-pe'] });
+    const u = await createUserWithPassword(tc);
+    const serviceId = await createRecord(tc.mgmt, '/services', { name: uniqueName('svc'), encryptionRequired: true });
+    const checkId = await createRecord(tc.mgmt, '/posture-checks', { name: uniqueName('pc'), typeId: 'OS', operatingSystems: [{ type: 'Linux', versions: ['>=5.0.0'] }] });
+    await createRecord(tc.mgmt, '/service-policies', {
+      name: uniqueName('sp'), type: 'Dial', semantic: 'AnyOf', identityRoles: [`@${u.id}`], serviceRoles: [`@${serviceId}`], postureCheckRoles: [`@${checkId}`],
+    });
+    const tokens = await oidcLogin(http, { username: u.username, password: u.password });
+    const auth = bearer(tokens.accessToken);
+    const refused = await http.post('/edge/client/v1/sessions', { serviceId, type: 'Dial' }, auth);
+    assert.equal(refused.status, 409, refused.text);
+    assert.equal(refused.body.error.code, 'INVALID_POSTURE');
+    const response = await http.post('/edge/client/v1/posture-response', { id: checkId, typeId: 'OS', type: 'Linux', version: '6.1.0' }, auth);
+    assert.equal(response.status, 201, response.text);
+    const allowed = await http.post('/edge/client/v1/sessions', { serviceId, type: 'Dial' }, auth);
+    assert.equal(allowed.status, 201, allowed.text);
+    // A service session of a JWT API session: routers take it as such (z_leg false).
+    assert.equal(claimsOf(allowed.body.data.token).z_leg, false);
+    assert.equal(claimsOf(allowed.body.data.token).z_asid, claimsOf(tokens.accessToken).z_asid);
   });
 
   it('ends the JWT sessions of an identity whose authenticator is re-enrolled', async () => {
