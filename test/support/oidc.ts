@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
+import { Secret, TOTP } from 'otpauth';
 import type { HttpClient, HttpResponse } from './client.ts';
 
 export const SDK_REDIRECT = 'http://localhost:8080/auth/callback';
@@ -139,4 +140,19 @@ export function headerOf(jwt: string): Record<string, any> {
 
 export function bearer(token: string): { headers: Record<string, string> } {
   return { headers: { authorization: `Bearer ${token}` } };
+}
+
+/** The current TOTP code of a base32 secret. */
+export function totpFor(secret: string): string {
+  return new TOTP({ secret: Secret.fromBase32(secret) }).generate({ timestamp: Date.now() });
+}
+
+/** Enrolls and verifies MFA for a user through its zt-session (`client` on the server root); returns the secret. */
+export async function enrollVerifiedMfa(root: HttpClient, ztSession: string): Promise<string> {
+  const zt = root.as({ token: ztSession });
+  assert.equal((await zt.post('/edge/client/v1/current-identity/mfa')).status, 201);
+  const detail = await zt.get('/edge/client/v1/current-identity/mfa');
+  const secret = new URL(detail.body.data.provisioningUrl).searchParams.get('secret')!;
+  assert.equal((await zt.post('/edge/client/v1/current-identity/mfa/verify', { code: totpFor(secret) })).status, 200);
+  return secret;
 }

@@ -5,7 +5,6 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Secret, TOTP } from 'otpauth';
 import { compactVerify, importJWK } from 'jose';
 import { ADMIN_PASSWORD, ADMIN_USER, startTestController } from '../../support/controller.ts';
 import { createAuthPolicy, createIdentity, createUserWithPassword } from '../../support/factories.ts';
@@ -22,6 +21,8 @@ import {
   loginStep,
   oidcLogin,
   tokenRequest,
+  enrollVerifiedMfa,
+  totpFor,
 } from '../../support/oidc.ts';
 
 const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
@@ -29,9 +30,6 @@ const REFRESH_TYPE = 'urn:ietf:params:oauth:token-type:refresh_token';
 const ACCESS_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 const ID_TYPE = 'urn:ietf:params:oauth:token-type:id_token';
 
-function totpFor(secret: string): string {
-  return new TOTP({ secret: Secret.fromBase32(secret) }).generate({ timestamp: Date.now() });
-}
 
 function assertOAuthError(res: { status: number; body: any; text: string }, status: number, error: string): void {
   assert.equal(res.status, status, res.text);
@@ -165,11 +163,7 @@ describe('OIDC provider', async () => {
 
   it('asks for TOTP when the identity has MFA, and finishes the login with a code', async () => {
     const u = await createUserWithPassword(tc);
-    const zt = tc.http.as({ token: u.token });
-    assert.equal((await zt.post('/edge/client/v1/current-identity/mfa')).status, 201);
-    const detail = await zt.get('/edge/client/v1/current-identity/mfa');
-    const secret = new URL(detail.body.data.provisioningUrl).searchParams.get('secret')!;
-    assert.equal((await zt.post('/edge/client/v1/current-identity/mfa/verify', { code: totpFor(secret) })).status, 200);
+    const secret = await enrollVerifiedMfa(tc.http, u.token);
 
     const started = await authorize(http, {}, { method: 'password' });
     const step = await loginStep(http, 'password', started.id, { username: u.username, password: u.password });

@@ -6,16 +6,12 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Secret, TOTP } from 'otpauth';
 import { startTestController } from '../../support/controller.ts';
 import { createAuthPolicy, createUserWithPassword } from '../../support/factories.ts';
 import { manualClock } from '../../support/manual-clock.ts';
 import { assertMatchesReference } from '../../support/reference-spec.ts';
-import { SDK_REDIRECT, authorize, bearer, callbackCode, claimsOf, form, loginStep, oidcLogin, tokenRequest, type OidcTokens } from '../../support/oidc.ts';
+import { SDK_REDIRECT, authorize, bearer, callbackCode, claimsOf, form, loginStep, oidcLogin, tokenRequest, type OidcTokens, enrollVerifiedMfa, totpFor } from '../../support/oidc.ts';
 
-function totpFor(secret: string): string {
-  return new TOTP({ secret: Secret.fromBase32(secret) }).generate({ timestamp: Date.now() });
-}
 
 describe('JWT API sessions', async () => {
   const tc = await startTestController();
@@ -103,10 +99,7 @@ describe('JWT API sessions', async () => {
   it('issues TOTP tokens to JWT sessions only', async () => {
     const u = await createUserWithPassword(tc);
     const zt = tc.http.as({ token: u.token });
-    assert.equal((await zt.post('/edge/client/v1/current-identity/mfa')).status, 201);
-    const detail = await zt.get('/edge/client/v1/current-identity/mfa');
-    const secret = new URL(detail.body.data.provisioningUrl).searchParams.get('secret')!;
-    assert.equal((await zt.post('/edge/client/v1/current-identity/mfa/verify', { code: totpFor(secret) })).status, 200);
+    const secret = await enrollVerifiedMfa(tc.http, u.token);
     const legacy = await zt.post('/edge/client/v1/current-api-session/totp-token', { code: totpFor(secret) });
     assert.equal(legacy.status, 400, legacy.text);
     assert.equal(legacy.body.error.code, 'INVALID_BACKING_TOKEN_TYPE');
