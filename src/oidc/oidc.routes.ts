@@ -24,7 +24,7 @@ import type { AuthenticationService } from '../auth/authentication.service.ts';
 import type { ApiSessionService } from '../auth/api-session.service.ts';
 import type { MfaService } from '../resources/mfa/mfa.service.ts';
 import type { Caller } from '../http/caller.ts';
-import { AUTH_REQUEST_LIFETIME_MS, type AuthRequestData, type AuthRequests, type StoredAuthRequest } from './auth-requests.ts';
+import type { AuthRequestData, AuthRequests, StoredAuthRequest } from './auth-requests.ts';
 import { DEFAULT_POST_LOGOUT_URIS, DEFAULT_REDIRECT_URIS, isOidcClient, redirectUriAllowed } from './clients.ts';
 import { TokenRefused, verifyOidcToken, type IdentityFacts, type OidcTokens, type SessionClaims } from './tokens.ts';
 
@@ -240,14 +240,13 @@ export function oidcRoutes(deps: OidcDeps): (app: FastifyInstance) => void {
     if (challenge === '' || challenge.length > 128) return refuse('invalid_request', 'code_challenge is required (PKCE)');
     if (one(p, 'code_challenge_method') !== 'S256') return refuse('invalid_request', 'code_challenge_method must be S256');
     if (one(p, 'prompt').split(' ').includes('none')) return refuse('login_required', 'a login is required');
-    const state_ = state.slice(0, 512);
     const certs = peerCertificates(req);
     const method = one(p, 'method');
     const page = method === 'ext-jwt' ? LOGIN_PAGES['ext-jwt'] : method === 'cert' || certs.length > 0 ? LOGIN_PAGES.cert : LOGIN_PAGES.password;
     const data: AuthRequestData = {
       clientId,
       redirectUri,
-      state: state_,
+      state: state.slice(0, 512),
       nonce: one(p, 'nonce').slice(0, 512),
       scopes: scopes.filter((s) => KNOWN_SCOPES.has(s)),
       codeChallenge: challenge,
@@ -679,6 +678,3 @@ export function oidcRoutes(deps: OidcDeps): (app: FastifyInstance) => void {
     });
   };
 }
-
-/** How long an authorization request waits for its login (for the README and tests). */
-export const AUTH_REQUEST_SECONDS = AUTH_REQUEST_LIFETIME_MS / 1000;

@@ -69,7 +69,6 @@ export interface IssuedTokens {
   expiresIn: number;
   /** Seconds since the epoch at which the refresh token expires (the API session ends then). */
   refreshExpiresAt: number;
-  accessJti: string;
 }
 
 export function createOidcTokens(key: JwtSigningKey, lifetimes: OidcLifetimes, now: () => number) {
@@ -115,14 +114,12 @@ export function createOidcTokens(key: JwtSigningKey, lifetimes: OidcLifetimes, n
    */
   async function issue(s: SessionClaims, identity: IdentityFacts, nonce: string, withIdToken = true): Promise<IssuedTokens> {
     const iat = seconds();
-    const accessJti = randomUUID();
     return {
-      accessToken: await access(s, iat, accessJti),
+      accessToken: await access(s, iat),
       refreshToken: await refresh(s, iat, randomUUID()),
       idToken: withIdToken ? await id(s, identity, nonce, iat) : '',
       expiresIn: lifetimes.accessTokenSeconds,
       refreshExpiresAt: iat + lifetimes.refreshTokenSeconds,
-      accessJti,
     };
   }
 
