@@ -169,14 +169,16 @@ func hostCommands(listener edge.Listener) {
 	}
 }
 
-// serve echoes every line of every accepted connection back prefixed with "echo:"; "peer closed" when a dialer
-// closes its side.
+// serve echoes every line of every accepted connection back prefixed with "echo:". It prints "accepted" for each
+// connection it accepts (where a dial landed, however the connection ends) and "peer closed" when a dialer closes
+// its side cleanly.
 func serve(listener edge.Listener) {
 	for {
 		conn, err := listener.Accept()
 		if err != nil {
 			fail("accept: %v", err)
 		}
+		fmt.Println("accepted")
 		go func() {
 			defer conn.Close()
 			reader := bufio.NewReader(conn)
