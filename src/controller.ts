@@ -85,6 +85,7 @@ import type { FabricAccess } from './fabric/service-access.ts';
 import { createPostureEvaluator, type PostureEvaluator } from './posture/posture-evaluator.ts';
 import { clearLiveRouters, createLiveRouters } from './fabric/live-routers.ts';
 import { createChangeFeed } from './cluster/change-feed.ts';
+import { soleMembership, type Membership } from './cluster/membership.ts';
 import { createControllerSettingService } from './resources/controller-settings/controller-setting.service.ts';
 
 export interface RunningController {
@@ -196,6 +197,11 @@ export async function startController(config: Config, options: StartOptions = {}
     // Where routers and SDKs reach the control channel, named in enrollment JWTs: it shares the API port (routers
     // ask for it by ALPN).
     const ctrlEndpoints = [`tls:${new URL(base).host}`];
+    // The controllers of the network (src/cluster/membership.ts): read by enrollments, the fabric and the JWT keyring.
+    const membership: Membership = soleMembership(
+      { id: instanceId, ctrlAddress: ctrlEndpoints[0], certPem: pki.serverCertPem, fingerprint: pki.serverCertFingerprint },
+      instanceId,
+    );
     const enrollments = createEnrollmentService({ store, pki, issuer: base, ctrlEndpoints, clock });
     const identities = createIdentityService(store, access, clock, enrollments);
     const configTypes = createConfigTypeService(store, clock);
