@@ -230,6 +230,18 @@ export interface UpdateCtrlAddresses {
   addresses: string[];
   index: bigint;
   isLeader: boolean;
+  /** Since v2.0.3: routers of that version read only this list (they ignore `addresses`). */
+  controllers: CtrlDetail[];
+}
+
+export interface CtrlDetail {
+  id: string;
+  endpoints: CtrlEndpoint[];
+}
+
+export interface CtrlEndpoint {
+  address: string;
+  groups: string[];
 }
 
 export interface UpdateClusterLeader {

@@ -178,6 +178,17 @@ message UpdateCtrlAddresses {
   repeated string addresses = 1;
   uint64 index = 2;
   bool isLeader = 3;
+  repeated CtrlDetail controllers = 4;
+}
+
+message CtrlDetail {
+  string id = 1;
+  repeated CtrlEndpoint endpoints = 2;
+}
+
+message CtrlEndpoint {
+  string address = 1;
+  repeated string groups = 2;
 }
 
 message UpdateClusterLeader {

@@ -130,7 +130,12 @@ const samples: { [K in ProtoMessageName]: ProtoMessages[K] } = {
   'ctrl.VerifyRouter': { routerId: 'r1', fingerprints: ['ab12'] },
   'ctrl.Listener': ctrlListener,
   'ctrl.Listeners': { listeners: [ctrlListener, { ...ctrlListener, protocol: 'dtls' }] },
-  'ctrl.UpdateCtrlAddresses': { addresses: ['tls:ctrl:6262'], index: 9n, isLeader: true },
+  'ctrl.UpdateCtrlAddresses': {
+    addresses: ['tls:ctrl:6262'],
+    index: 9n,
+    isLeader: true,
+    controllers: [{ id: 'ctrl1', endpoints: [{ address: 'tls:ctrl:6262', groups: ['default'] }] }],
+  },
   'ctrl.UpdateClusterLeader': { index: 10n },
   'ctrl.PeerStateChange': peerStateChange,
   'ctrl.PeerStateChanges': { changes: [peerStateChange] },
