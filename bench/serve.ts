@@ -54,7 +54,8 @@ if (workers === 1) {
   process.send!({ type: 'listening', port: controller.port });
 } else {
   const store = await openStore(config);
-  const { pki } = await prepareDataDir(store, config);
+  const { pki, network } = await prepareDataDir(store, config);
+  await network.session?.close();
   await store.close();
   let listening = 0;
   let boundPort = 0;

@@ -52,6 +52,11 @@ export interface Config {
   oidcAuth: boolean;
   /** Lifetimes of the tokens of an OIDC login, in seconds (upstream: 30 min, 24 h, 30 min). */
   oidcTokens: { accessTokenSeconds: number; refreshTokenSeconds: number; idTokenSeconds: number };
+  /**
+   * A file holding the secret every controller of a network sharing one PostgreSQL store is given: it protects the
+   * keys they share (src/cluster/network.ts). Needed to join a network, and by its first controller to publish them.
+   */
+  clusterSecretFile?: string;
 }
 
 export const defaults = {
@@ -208,6 +213,11 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
       parseSwitch,
       env.PORTCULLIS_OIDC_AUTH ? parseSwitch(env.PORTCULLIS_OIDC_AUTH) : true,
     )
+    .option(
+      '--cluster-secret-file <path>',
+      'file with the secret shared by every controller on one PostgreSQL store (at least 32 characters); protects the keys they share (or PORTCULLIS_CLUSTER_SECRET_FILE)',
+      env.PORTCULLIS_CLUSTER_SECRET_FILE || undefined,
+    )
     .allowExcessArguments(false)
     .configureOutput({ outputError: (text, write) => write(withoutPasswords(text)) })
     .exitOverride();
@@ -219,6 +229,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     ...o,
     oidcAuth: o.oidcAuth !== false,
     dataDir: resolve(o.dataDir),
+    ...(o.clusterSecretFile !== undefined ? { clusterSecretFile: resolve(o.clusterSecretFile) } : {}),
     apiSessionTimeoutMs: sessionTimeoutMs(env.PORTCULLIS_API_SESSION_TIMEOUT_SECONDS),
     oidcTokens: {
       accessTokenSeconds: lifetimeSeconds('PORTCULLIS_OIDC_ACCESS_TOKEN_SECONDS', env.PORTCULLIS_OIDC_ACCESS_TOKEN_SECONDS, 30 * 60),

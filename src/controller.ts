@@ -2,14 +2,13 @@
  * The composition root: opens the store, loads or creates the PKI, seeds first-start records, builds every
  * service and the HTTPS server, and stops them in the right order. The only place that wires things.
  */
-import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { configurePasswordHashing } from './auth/password-hash.ts';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import type { Store } from './store/store.ts';
 import { migrateStore, openStore } from './store/open-store.ts';
-import { loadOrCreatePki, type ControllerPki } from './pki/certificate-authority.ts';
+import type { ControllerPki } from './pki/certificate-authority.ts';
 import { verifiedCertificateFingerprint } from './pki/fingerprint.ts';
 import { certsToPkcs7Base64 } from './pki/pkcs7.ts';
 import { buildServer } from './http/server.ts';
@@ -45,7 +44,9 @@ import { createExtJwtMethod } from './auth/methods/ext-jwt.ts';
 import { createSignerTokens } from './resources/external-jwt-signers/signer-tokens.ts';
 import { createExternalJwtSignerService } from './resources/external-jwt-signers/external-jwt-signer.service.ts';
 import { createTokenEnrollMethod } from './enrollment/methods/token.ts';
-import { bootstrapRecords, controllerInstanceId, type AdminCredentials } from './system/bootstrap.ts';
+import { bootstrapRecords, type AdminCredentials } from './system/bootstrap.ts';
+import { startNetwork, type ControllerSession, type NetworkStart } from './cluster/network.ts';
+import { newOrigin } from './cluster/change-feed.ts';
 import { advertisedBaseUrl, clientPath, controllerVersionInfo, createSystemInfo, fabricPath, managementPath, portcullisVersion } from './system/system-info.ts';
 import { createControllerService } from './resources/controllers/controller.service.ts';
 import { createEdgeRouterService } from './resources/edge-routers/edge-router.service.ts';
@@ -76,14 +77,13 @@ import { edgeRouterPolicyResource } from './resources/edge-router-policies/edge-
 import { serviceEdgeRouterPolicyResource } from './resources/service-edge-router-policies/service-edge-router-policy.resource.ts';
 import { createPostureCheckService } from './resources/posture-checks/posture-check.service.ts';
 import { createPostureCheckTypeService } from './resources/posture-check-types/posture-check-type.service.ts';
-import { createDatabaseOps, resetDatabaseOps } from './resources/database/database-ops.ts';
-import { loadOrCreateTokenSeal } from './auth/token-seal.ts';
+import { abandonIntegrityRun, createDatabaseOps, resetDatabaseOps } from './resources/database/database-ops.ts';
 import { createFabric, type Fabric, type FabricOptions } from './fabric/fabric.ts';
 import { loneBus, type FabricBus } from './fabric/bus.ts';
 import { admissionSettings } from './http/admission.ts';
 import type { FabricAccess } from './fabric/service-access.ts';
 import { createPostureEvaluator, type PostureEvaluator } from './posture/posture-evaluator.ts';
-import { clearLiveRouters, createLiveRouters } from './fabric/live-routers.ts';
+import { clearLiveRouters, clearLiveRoutersOf, createLiveRouters } from './fabric/live-routers.ts';
 import { createChangeFeed } from './cluster/change-feed.ts';
 import { soleMembership, type Membership } from './cluster/membership.ts';
 import { createControllerSettingService } from './resources/controller-settings/controller-setting.service.ts';
@@ -97,6 +97,8 @@ export interface RunningController {
   port: number;
   /** The domain services behind the APIs (in-process tooling, e.g. benchmark dataset loading). */
   services: Services;
+  /** The controllers of the network and who leads (src/cluster/membership.ts). */
+  membership: Membership;
   stop(): Promise<void>;
 }
 
@@ -133,21 +135,27 @@ export interface StartOptions {
   fabric?: Partial<Pick<FabricOptions, 'timings' | 'bounds' | 'helloTimeoutMs' | 'log'>>;
 }
 
-/** Loads the controller PKI from the data dir, creating it at first start. */
-export function controllerPki(config: Config): Promise<ControllerPki> {
-  return loadOrCreatePki(join(config.dataDir, 'pki'), { advertise: config.advertise, serverKeyType: config.serverKeyType });
-}
-
-/** Work done once per controller start, before any process serves: schema, PKI, first-start records. */
-export async function prepareDataDir(store: Store, config: Config): Promise<{ admin: AdminCredentials; pki: ControllerPki }> {
+/** Work done once per controller start, before any process serves: schema, network and PKI, first-start records. */
+export async function prepareDataDir(
+  store: Store,
+  config: Config,
+  origin: string = newOrigin(),
+): Promise<{ admin: AdminCredentials; pki: ControllerPki; network: NetworkStart }> {
   await migrateStore(store);
-  const pki = await controllerPki(config);
-  await loadOrCreateTokenSeal(join(config.dataDir, 'pki'));
-  const admin = await bootstrapRecords(store, { username: config.adminUser, password: config.adminPassword });
-  await controllerInstanceId(store);
-  await resetDatabaseOps(store);
-  await clearLiveRouters(store);
-  return { admin, pki };
+  const network = await startNetwork(store, config, { origin, firstStart: true });
+  try {
+    const admin = await bootstrapRecords(store, { username: config.adminUser, password: config.adminPassword });
+    // Live rows and an integrity run left by an earlier start are dropped, unless other controllers of the network
+    // are alive (they are theirs then; the leader drops those of processes that are gone, src/cluster/network.ts).
+    if (!(await network.session?.othersAlive())) {
+      await resetDatabaseOps(store);
+      await clearLiveRouters(store);
+    }
+    return { admin, pki: network.pki, network };
+  } catch (err) {
+    await network.session?.close();
+    throw err;
+  }
 }
 
 /** The access answers routers' requests get: the REST side's, from the same index and posture evaluator. */
@@ -177,31 +185,70 @@ export async function startController(config: Config, options: StartOptions = {}
   // Hash no more passwords at once than this process's share of the cores (src/auth/password-hash.ts).
   configurePasswordHashing({ concurrency: availableParallelism() / Math.max(1, config.workers) });
   const store = await openStore(config);
+  let session: ControllerSession | undefined;
+  let clusterMembership: (Membership & { stop(): Promise<void> }) | undefined;
+  // Cluster membership logs through the server's logger once there is one (its first check runs before).
+  let logTo: Pick<FastifyInstance['log'], 'info' | 'warn'> | undefined;
+  const lateLog = { info: (obj: object, msg: string) => logTo?.info(obj, msg), warn: (obj: object, msg: string) => logTo?.warn(obj, msg) };
   try {
-    const { pki, admin } =
+    const origin = options.origin ?? newOrigin();
+    const { pki, admin, network } =
       options.firstStart === false
-        ? { pki: await controllerPki(config), admin: { username: config.adminUser, created: false } }
-        : await prepareDataDir(store, config);
+        ? await startNetwork(store, config, { origin, firstStart: false }).then((network) => ({
+            pki: network.pki,
+            network,
+            admin: { username: config.adminUser, created: false } as AdminCredentials,
+          }))
+        : await prepareDataDir(store, config, origin);
+    session = network.session;
     if (options.firstStart !== false) options.onPrepared?.();
-    const instanceId = await controllerInstanceId(store);
+    const instanceId = network.controllerId;
 
     const clock = options.clock ?? systemClock;
     // The change feed keeps this process's in-memory state in step with writes of other worker processes.
     // Model rows commit in seq order (src/cluster/change-feed.ts): a missing seq is one a rolled-back write used, not
     // a row still to come, so none is waited for.
-    const feed = createChangeFeed(store, { origin: options.origin, probe: store.commitMark, gapWaitMs: 0 });
+    // Work that must run once in the network runs in its leader's process (every process when alone on SQLite).
+    const leads = () => clusterMembership?.isLeader() ?? true;
+    const feed = createChangeFeed(store, { origin, probe: store.commitMark, gapWaitMs: 0, leads });
     const access = createAccessService(store, clock, feed);
     await access.load();
     registerMembershipTables(store, access);
     const base = advertisedBaseUrl(config.advertise, config.port);
     // Where routers and SDKs reach the control channel, named in enrollment JWTs: it shares the API port (routers
     // ask for it by ALPN).
-    const ctrlEndpoints = [`tls:${new URL(base).host}`];
+    const ctrlAddress = `tls:${new URL(base).host}`;
+    const ctrlEndpoints = [ctrlAddress];
+    const controllers = createControllerService(store);
+    if (session) {
+      const holder = await session.liveWithAddress(ctrlAddress);
+      if (holder !== undefined) {
+        throw new Error(`controller ${holder} is running with the same control address ${ctrlAddress}: give each controller its own --advertise and --port`);
+      }
+    }
+    await controllers.register({
+      id: instanceId,
+      ctrlAddress,
+      certPem: pki.serverCertPem,
+      fingerprint: pki.serverCertFingerprint,
+      apiAddresses: {
+        'edge-client': [{ url: base + clientPath, version: 'v1' }],
+        'edge-management': [{ url: base + managementPath, version: 'v1' }],
+        fabric: [{ url: base + fabricPath, version: 'v1' }],
+        ...(config.oidcAuth ? { 'edge-oidc': [{ url: base + '/oidc', version: 'v1' }] } : {}),
+      },
+    });
     // The controllers of the network (src/cluster/membership.ts): read by enrollments, the fabric and the JWT keyring.
-    const membership: Membership = soleMembership(
-      { id: instanceId, ctrlAddress: ctrlEndpoints[0], certPem: pki.serverCertPem, fingerprint: pki.serverCertFingerprint },
-      instanceId,
-    );
+    const self = { id: instanceId, ctrlAddress, certPem: pki.serverCertPem, fingerprint: pki.serverCertFingerprint };
+    const membership: Membership = session
+      ? (clusterMembership = await session.membership(self, network.networkId, {
+          log: lateLog,
+          clearProcess: async (gone) => {
+            await abandonIntegrityRun(store, gone);
+            await clearLiveRoutersOf(store, gone);
+          },
+        }))
+      : soleMembership(self, network.networkId);
     const enrollments = createEnrollmentService({ store, pki, issuer: base, ctrlEndpoints, clock });
     const identities = createIdentityService(store, access, clock, enrollments);
     const configTypes = createConfigTypeService(store, clock);
@@ -212,8 +259,8 @@ export async function startController(config: Config, options: StartOptions = {}
     const cas = createCaService({ store, signer: pki, issuer: base, clock });
     // The logger exists once the server is built, before any request can fetch a JWKS.
     const signerTokens = createSignerTokens(store, { now: () => clock.now().getTime(), log: { warn: (obj, msg) => app.log.warn(obj, msg) } });
-    const seal = await loadOrCreateTokenSeal(join(config.dataDir, 'pki'));
-    const apiSessions = createApiSessionService({ store, clock, timeoutMs: config.apiSessionTimeoutMs, seal });
+    const seal = network.seal;
+    const apiSessions = createApiSessionService({ store, clock, timeoutMs: config.apiSessionTimeoutMs, seal, leads });
     const apiSessionCertificates = createApiSessionCertificateService({ store, pki, apiSessions, clock, trustDomain: new URL(base).hostname });
     const mfa = createMfaService(store, clock);
     const auth = createAuthenticationService({
@@ -249,18 +296,6 @@ export async function startController(config: Config, options: StartOptions = {}
         )),
     });
 
-    const controllers = createControllerService(store);
-    await controllers.register({
-      id: instanceId,
-      certPem: pki.serverCertPem,
-      fingerprint: pki.serverCertFingerprint,
-      apiAddresses: {
-        'edge-client': [{ url: base + clientPath, version: 'v1' }],
-        'edge-management': [{ url: base + managementPath, version: 'v1' }],
-        fabric: [{ url: base + fabricPath, version: 'v1' }],
-      },
-    });
-
     // Terminators stored before their source controller was recorded were created through this one.
     await store.write((tx) => tx.run('UPDATE terminators SET source_ctrl = ? WHERE source_ctrl IS NULL', [instanceId]));
 
@@ -275,7 +310,7 @@ export async function startController(config: Config, options: StartOptions = {}
 
     const services: Services = {
       store,
-      posture: createPostureService({ store, access, clock }),
+      posture: createPostureService({ store, access, clock, leads }),
       cas,
       certificateExtension: createCertificateExtension({ store, pki, clock }),
       enrollMethods,
@@ -375,6 +410,7 @@ export async function startController(config: Config, options: StartOptions = {}
       log: app.log,
       ...options.fabric,
     });
+    logTo = app.log;
     await app.listen({ host: config.address, port: config.port });
     apiSessions.start();
     services.posture.start();
@@ -390,6 +426,7 @@ export async function startController(config: Config, options: StartOptions = {}
       admin,
       port,
       services,
+      membership,
       async stop() {
         if (stopped) return;
         stopped = true;
@@ -399,11 +436,16 @@ export async function startController(config: Config, options: StartOptions = {}
         await apiSessions.stop();
         services.posture.stop();
         feed.stop();
+        // The locks go first, so the leader sees this controller gone as it is marked offline.
+        await clusterMembership?.stop();
+        await session?.close();
         await controllers.markOffline(instanceId);
         await store.close();
       },
     };
   } catch (err) {
+    await clusterMembership?.stop();
+    await session?.close();
     await store.close();
     throw err;
   }

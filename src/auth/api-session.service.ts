@@ -82,6 +82,11 @@ export interface ApiSessionServiceOptions {
   timeoutMs: number;
   /** How often in-memory activity marks are written and idle sessions removed. */
   maintenanceIntervalMs?: number;
+  /**
+   * Whether this process runs the network-wide expiry sweep (the leader, src/cluster/membership.ts); every process
+   * still writes its own activity marks. Default: always.
+   */
+  leads?: () => boolean;
   /** Seals each new token for routers (src/auth/token-seal.ts); without it no token is kept. */
   seal?: TokenSeal;
 }
@@ -264,6 +269,7 @@ export function createApiSessionService(opts: ApiSessionServiceOptions) {
     try {
       await store.write(async (tx) => {
         for (const [id, ms] of marks) await writeMarks(tx, [id], ms);
+        if (opts.leads?.() === false) return;
         await tx.run('DELETE FROM api_sessions WHERE expires_at IS NULL AND last_activity_at < ?', [cutoff]);
         await tx.run('DELETE FROM api_sessions WHERE expires_at < ?', [nowIso]);
         // Revocations of ended JWT sessions outlive them only until their tokens would have expired.

@@ -70,6 +70,8 @@ export interface ChangeFeedOptions {
   gapWaitMs?: number;
   /** How often `start()` trims (default 60 s). */
   trimIntervalMs?: number;
+  /** Whether this process trims (the network's leader); default: always. */
+  leads?: () => boolean;
   /** Cheap counter that changes when another connection commits; unchanged means nothing to read. */
   probe?: () => unknown;
 }
@@ -236,7 +238,7 @@ export function createChangeFeed(store: Store, options: ChangeFeedOptions = {}) 
   let trimming = false;
   function start(): void {
     timer ??= setInterval(() => {
-      if (trimming) return;
+      if (trimming || options.leads?.() === false) return;
       trimming = true;
       // A busy or closed store: the next tick trims.
       void trim()

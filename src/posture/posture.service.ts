@@ -41,6 +41,8 @@ export interface PostureServiceDeps {
   clock: Clock;
   evaluator?: PostureEvaluator;
   enforceIntervalMs?: number;
+  /** Whether this process runs the timed enforcement pass (the network's leader); default: always. */
+  leads?: () => boolean;
 }
 
 /** A body reader that matches keys case-insensitively (as Go's JSON decoding does), exact spelling first. */
@@ -265,7 +267,7 @@ export function createPostureService(deps: PostureServiceDeps) {
 
   function start(): void {
     timer ??= setInterval(() => {
-      if (running) return;
+      if (running || deps.leads?.() === false) return;
       running = true;
       // A failed pass (e.g. the store closing) is retried on the next tick.
       void enforceAll()

@@ -80,14 +80,3 @@ export async function bootstrapRecords(store: Store, admin: { username: string; 
   await seedLookupRecords(store, now);
   return ensureDefaultAdmin(store, admin.username, admin.password, now);
 }
-
-/** A stable id for this controller instance, created once. */
-export async function controllerInstanceId(store: Store): Promise<string> {
-  return store.write(async (tx) => {
-    const value = await tx.value<string>("SELECT value FROM controller_facts WHERE key = 'instance-id'");
-    if (value !== undefined) return value;
-    const id = newShortId();
-    await tx.run("INSERT INTO controller_facts (key, value) VALUES ('instance-id', ?)", [id]);
-    return id;
-  });
-}

@@ -7,7 +7,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestController, uniqueName, type TestController } from '../support/controller.ts';
+import { startTestController, testStore, uniqueName, type TestController } from '../support/controller.ts';
 import type { HttpClient } from '../support/client.ts';
 import { createIdentity, createRecord } from '../support/factories.ts';
 import { createTestSigner } from '../support/external-signer.ts';
@@ -244,13 +244,14 @@ describe('filterable fields as upstream declares them', () => {
     const ids = async (filter: string) => (await tc.mgmt.get(`/external-jwt-signers?filter=${encodeURIComponent(filter)}`)).body.data.map((s: { id: string }) => s.id);
     assert.deepEqual(await ids(`commonName = "filter-cn-idp"`), [id]);
     assert.deepEqual(await ids(`id = "${id}" and notAfter = datetime(${detail.notAfter}) and notBefore < datetime(${detail.notAfter})`), [id]);
-    const controllerId = (await tc.mgmt.get('/controllers')).body.data[0].id as string;
+    const controllerId = (await tc.mgmt.get('/version')).headers['ziti-instance-id'] as string;
     const service = await createRecord(tc.mgmt, '/services', { name: uniqueName('svc'), encryptionRequired: true });
     const router = await createRecord(tc.mgmt, '/transit-routers', { name: uniqueName('tr') });
     const terminator = await createRecord(tc.mgmt, '/terminators', { service, router, binding: 'transport', address: 'tcp:127.0.0.1:1' });
     const found = await tc.mgmt.get(`/terminators?filter=${encodeURIComponent(`sourceCtrl = "${controllerId}" and id = "${terminator}"`)}`);
     assert.deepEqual(found.body.data.map((t: { id: string }) => t.id), [terminator]);
     const controllers = await tc.mgmt.get(`/controllers?filter=${encodeURIComponent('isPreferredLeader = false')}`);
-    assert.equal(controllers.body.meta.pagination.totalCount, 1);
+    assert.equal(controllers.status, 200);
+    assert.equal(controllers.body.meta.pagination.totalCount, testStore() === 'postgres' ? 1 : 0);
   });
 });

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { assertError } from '../support/assertions.ts';
 import { execFileSync } from 'node:child_process';
 import { parse as parseYaml } from 'yaml';
-import { startTestController, type TestController } from '../support/controller.ts';
+import { startTestController, testStore, type TestController } from '../support/controller.ts';
 import { assertMatchesReference } from '../support/reference-spec.ts';
 
 const tc: TestController = await startTestController();
@@ -147,20 +147,27 @@ describe('informational lists', () => {
     assert.equal((await tc.http.get('/edge/management/v1/specs/nope')).body.error.cause, undefined);
   });
 
-  it('lists this controller to authenticated callers only', async () => {
+  it('lists the live controllers to authenticated callers only: none alone on SQLite, as upstream standalone', async () => {
     const res = await tc.mgmt.get('/controllers');
     assert.equal(res.status, 200, res.text);
-    assert.equal(res.body.data.length, 1);
-    assert.equal(res.body.data[0].isOnline, true);
     assertMatchesReference('management', 'GET', '/controllers', 200, res.body);
     const anon = await tc.http.get('/edge/client/v1/controllers');
     assert.equal(anon.status, 401);
+    if (testStore() === 'sqlite') {
+      assert.deepEqual(res.body.data, []);
+      assert.equal((await tc.client.get('/controllers')).body.data.length, 0);
+      return;
+    }
+    assert.equal(res.body.data.length, 1);
+    assert.equal(res.body.data[0].isOnline, true);
+    assert.equal(res.body.data[0].id, res.headers['ziti-instance-id']);
+    assert.equal(res.body.data[0].ctrlAddress, `tls:localhost:${tc.port}`);
   });
 
-  it('filters the controller list, and shows only client API addresses on the client API', async () => {
+  it('filters the controller list, and shows only client API addresses on the client API', { skip: testStore() === 'sqlite' && 'SQLite lists no controller' }, async () => {
     const online = await tc.mgmt.get(`/controllers?filter=${encodeURIComponent('isOnline = true')}`);
     assert.equal(online.body.meta.pagination.totalCount, 1);
-    assert.deepEqual(Object.keys(online.body.data[0].apiAddresses).sort(), ['edge-client', 'edge-management', 'fabric']);
+    assert.deepEqual(Object.keys(online.body.data[0].apiAddresses).sort(), ['edge-client', 'edge-management', 'edge-oidc', 'fabric']);
     const none = await tc.mgmt.get(`/controllers?filter=${encodeURIComponent('name = "elsewhere"')}`);
     assert.equal(none.body.meta.pagination.totalCount, 0);
     const bad = await tc.mgmt.get(`/controllers?filter=${encodeURIComponent('nme = "x"')}`);
@@ -168,7 +175,8 @@ describe('informational lists', () => {
     assert.equal(bad.body.error.code, 'INVALID_FILTER');
     const client = await tc.client.get('/controllers');
     assert.equal(client.status, 200);
-    assert.deepEqual(Object.keys(client.body.data[0].apiAddresses), ['edge-client']);
+    assert.deepEqual(Object.keys(client.body.data[0].apiAddresses).sort(), ['edge-client', 'edge-oidc']);
+    assert.deepEqual(client.body.data[0].apiAddresses['edge-oidc'], [{ url: `https://localhost:${tc.port}/oidc`, version: 'v1' }]);
     assertMatchesReference('client', 'GET', '/controllers', 200, client.body);
   });
 

@@ -153,11 +153,19 @@ export interface TestController {
 }
 
 export async function startTestController(
-  opts: { dataDir?: string; extraArgs?: string[]; env?: Record<string, string>; keepDataDir?: boolean; start?: StartOptions } = {},
+  opts: {
+    dataDir?: string;
+    extraArgs?: string[];
+    env?: Record<string, string>;
+    keepDataDir?: boolean;
+    start?: StartOptions;
+    /** A database another test controller uses (several controllers of one network); by default one of its own. */
+    databaseUrl?: string;
+  } = {},
 ): Promise<TestController> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'portcullis-test-'));
   const port = await freePort();
-  const databaseUrl = await testDatabaseUrl(dataDir);
+  const databaseUrl = opts.databaseUrl ?? (await testDatabaseUrl(dataDir));
   const args = ['--data-dir', dataDir, ...(databaseUrl ? ['--database-url', databaseUrl] : []), '--address', '127.0.0.1', '--port',
     String(port), '--admin-user', ADMIN_USER, '--admin-password', ADMIN_PASSWORD, '--log-level', 'silent', ...(opts.extraArgs ?? [])];
   let controller: RunningController;

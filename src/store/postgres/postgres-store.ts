@@ -61,6 +61,12 @@ export interface PostgresStore extends Store {
   readonly pool: pg.Pool;
   /** `host:port/database as user`, for logs (never the password). */
   readonly location: string;
+  /**
+   * A connection of its own, outside the pool, for session-scoped state (advisory locks that live as long as it):
+   * TCP keepalives on, no statement timeout. Its 'error' and 'end' events are the caller's to handle; the caller
+   * ends it. Closing the store does not.
+   */
+  session(name: string): Promise<pg.Client>;
 }
 
 /** Runtime tables no value read through the commit mark depends on (`runRuntime`). */
@@ -712,6 +718,23 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       mark += 1;
     },
     durable: () => undefined,
+    async session(name) {
+      const client = new TimedClient({
+        ...location.config,
+        application_name: `${options.applicationName ?? 'portcullis'}-${name}`,
+        keepAlive: true,
+        keepAliveInitialDelayMillis: 5000,
+        types,
+      } as pg.ClientConfig);
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+      } catch (err) {
+        await client.end().catch(() => undefined);
+        throw new Error(`cannot connect to PostgreSQL at ${location.where}: ${clean((err as Error).message)}`);
+      }
+      return client;
+    },
     async close() {
       if (closed) return;
       closed = true;
