@@ -4,10 +4,15 @@
  * follows enrollment.md §2.10's design: the server public key with `kid` = the server certificate's
  * SHA-1 fingerprint, its JWS `alg`, `use: "sig"`, and `x5c` = server certificate then intermediate
  * (standard base64 DER, RFC 7517 §4.7) so a verifier can also check the key chains to the network CA.
+ *
+ * `networkJwks` lists the keys of every live controller of the network (jwt-keyring.ts), the own key first: a
+ * token signed by any of them verifies against the set. Other controllers' entries carry their server
+ * certificate alone in `x5c` (their chain is theirs to present).
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { exportJWK } from 'jose';
 import { jwtAlgorithmFor } from './keys.ts';
+import type { JwtKeyring } from './jwt-keyring.ts';
 import { parsePemBlocks } from './pem.ts';
 
 /** An RFC 7517 public key entry: EC keys carry `crv, x, y`; RSA keys carry `n, e`. */
@@ -38,19 +43,32 @@ export interface JwksSource {
 
 /** The key set holding the server's public signing key. */
 export async function serverJwks(pki: JwksSource): Promise<JsonWebKeySet> {
-  const { kty, crv, x, y, n, e } = await exportJWK(createPublicKey(pki.serverKey));
-  const x5c = parsePemBlocks(pki.serverChainPem)
+  return { keys: [await publicJwk(createPublicKey(pki.serverKey), pki.serverCertFingerprint, pki.serverChainPem)] };
+}
+
+/** The key set of the network: this controller's key (with its chain), then each other live controller's. */
+export async function networkJwks(pki: JwksSource, keyring: Pick<JwtKeyring, 'keys'>): Promise<JsonWebKeySet> {
+  const keys = [await publicJwk(createPublicKey(pki.serverKey), pki.serverCertFingerprint, pki.serverChainPem)];
+  for (const entry of keyring.keys()) {
+    if (entry.own || entry.kid === pki.serverCertFingerprint) continue;
+    keys.push(await publicJwk(entry.publicKey, entry.kid, entry.certPem ?? ''));
+  }
+  return { keys };
+}
+
+async function publicJwk(publicKey: KeyObject, kid: string, chainPem: string): Promise<PublicJwk> {
+  const { kty, crv, x, y, n, e } = await exportJWK(publicKey);
+  const x5c = parsePemBlocks(chainPem)
     .filter((block) => block.label === 'CERTIFICATE')
     .map((block) => Buffer.from(block.der).toString('base64'));
-  const jwk: PublicJwk = {
+  return {
     kty: kty ?? 'EC',
     ...definedOnly({ crv, x, y, n, e }),
-    kid: pki.serverCertFingerprint,
-    alg: jwtAlgorithmFor(pki.serverKey),
+    kid,
+    alg: jwtAlgorithmFor(publicKey),
     use: 'sig',
     ...(x5c.length > 0 ? { x5c } : {}),
   };
-  return { keys: [jwk] };
 }
 
 function definedOnly(fields: Record<string, string | undefined>): Record<string, string> {
