@@ -1,15 +1,19 @@
 /**
  * `Authorization: Bearer <access token>` on both Edge APIs: the API session of an OIDC login. The token must be one
- * the controller signed (access type, one of our audiences, not expired); its `z_asid` then names the API session,
- * resolved with exactly the rules of a zt-session (authentication.service.ts `resolveOidcCaller`): ending the
- * session, disabling or deleting the identity refuse the token at the next request, on every process.
+ * a live controller of the network signed (src/pki/jwt-keyring.ts; access type, one of our audiences, not expired);
+ * its `z_asid` then names the API session, resolved with exactly the rules of a zt-session
+ * (authentication.service.ts `resolveOidcCaller`): ending the session, disabling or deleting the identity refuse the
+ * token at the next request, on every process.
  *
  * Verifying a signature costs far more than the rest of a request, so verified tokens are kept per process until
- * they expire (bounded; a hit still checks the expiry and resolves the session as above).
+ * they expire (bounded; a hit still checks the expiry and resolves the session as above, but not whether the
+ * controller that signed it is still live).
  */
 import { ApiError } from '../errors.ts';
 import type { Caller } from '../http/caller.ts';
 import type { JwtSigningKey } from '../pki/enrollment-jwt.ts';
+import { createJwtKeyring } from '../pki/jwt-keyring.ts';
+import type { Membership } from '../cluster/membership.ts';
 import type { Clock } from '../resources/entity-service.ts';
 import type { AuthenticationService } from '../auth/authentication.service.ts';
 import { TokenRefused, verifyOidcToken, type SessionClaims } from './tokens.ts';
@@ -46,7 +50,17 @@ export function accessTokenOf(headers: Record<string, string | string[] | undefi
   return undefined;
 }
 
-export function createBearerResolver(deps: { key: JwtSigningKey; auth: Pick<AuthenticationService, 'resolveOidcCaller'>; clock: Clock }) {
+export interface BearerDeps {
+  /** This controller's signing key. */
+  key: JwtSigningKey;
+  /** The network's controllers: an access token any live one signed is accepted. Absent: this controller alone. */
+  membership?: Pick<Membership, 'live'>;
+  auth: Pick<AuthenticationService, 'resolveOidcCaller'>;
+  clock: Clock;
+}
+
+export function createBearerResolver(deps: BearerDeps) {
+  const keyring = createJwtKeyring(deps.key, () => deps.membership?.live() ?? []);
   const verified = new Map<string, Verified>();
 
   async function verify(token: string): Promise<Verified> {
@@ -57,7 +71,7 @@ export function createBearerResolver(deps: { key: JwtSigningKey; auth: Pick<Auth
       verified.delete(token);
       throw new TokenRefused('expired');
     }
-    const { claims, session } = await verifyOidcToken(token, deps.key, 'a', now);
+    const { claims, session } = await verifyOidcToken(token, keyring, 'a', now);
     const entry = { session, claims, expMs: (claims.exp as number) * 1000 };
     if (verified.size >= MAX_VERIFIED) verified.delete(verified.keys().next().value as string);
     verified.set(token, entry);

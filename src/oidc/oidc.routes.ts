@@ -14,8 +14,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.ts';
 import { peerCertificates } from '../http/caller.ts';
 import { sha1Fingerprint } from '../pki/fingerprint.ts';
-import { serverJwks, type JwksSource } from '../pki/jwks.ts';
-import { verifyJwt, type JwtSigningKey } from '../pki/enrollment-jwt.ts';
+import { networkJwks, type JwksSource } from '../pki/jwks.ts';
+import type { JwtSigningKey } from '../pki/enrollment-jwt.ts';
+import { createJwtKeyring } from '../pki/jwt-keyring.ts';
+import type { Membership } from '../cluster/membership.ts';
 import { subjectAltNamesCover, subjectAltNamesFromExtensions, type SubjectAltNames } from '../pki/subject-alt-names.ts';
 import { x509 } from '../pki/x509-library.ts';
 import type { Clock } from '../resources/entity-service.ts';
@@ -46,7 +48,13 @@ const LOGIN_METHODS: Record<string, 'password' | 'cert' | 'ext-jwt'> = { usernam
 export interface OidcDeps {
   store: Store;
   clock: Clock;
+  /** This controller's signing key: it signs every token issued here. */
   key: JwtSigningKey & JwksSource;
+  /**
+   * The network's controllers: tokens any live one signed are accepted (refresh, exchange, end session, revoke,
+   * userinfo) and `/keys` lists their keys. Absent: this controller alone.
+   */
+  membership?: Pick<Membership, 'live'>;
   /** The server certificate: the hosts it names are the issuers the provider answers as. */
   serverCertPem: string;
   /** The advertised `host:port`, the issuer of a request that names no host. */
@@ -149,6 +157,7 @@ function sendApiError(reply: FastifyReply, err: ApiError): FastifyReply {
 
 export function oidcRoutes(deps: OidcDeps): (app: FastifyInstance) => void {
   const { auth, apiSessions, mfa, authRequests, tokens, clock, key, store } = deps;
+  const keyring = createJwtKeyring(key, () => deps.membership?.live() ?? []);
   const sans: SubjectAltNames = subjectAltNamesFromExtensions(new x509.X509Certificate(deps.serverCertPem).extensions);
 
   /** `https://<host>/oidc` for the Host the client used, when the server certificate names that host. */
@@ -433,7 +442,7 @@ export function oidcRoutes(deps: OidcDeps): (app: FastifyInstance) => void {
 
   async function verifySubject(token: string, type: 'a' | 'r'): Promise<SessionClaims> {
     try {
-      return (await verifyOidcToken(token, key, type, clock.now())).session;
+      return (await verifyOidcToken(token, keyring, type, clock.now())).session;
     } catch (err) {
       const what = type === 'r' ? 'refresh token' : 'access token';
       throw new OAuthError('invalid_grant', err instanceof TokenRefused && err.reason === 'expired' ? `the ${what} has expired` : `invalid ${what}`);
@@ -563,7 +572,7 @@ export function oidcRoutes(deps: OidcDeps): (app: FastifyInstance) => void {
       // A token past its expiry still says which session to end: its signature is checked as of its own issue time.
       const iat = (JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { iat?: unknown }).iat;
       if (typeof iat !== 'number') return undefined;
-      const claims = await verifyJwt(token, key, { currentDate: new Date(iat * 1000) });
+      const claims = await keyring.verify(token, { currentDate: new Date(iat * 1000) });
       const sid = typeof claims.z_asid === 'string' ? claims.z_asid : typeof claims.sid === 'string' ? claims.sid : undefined;
       return sid && typeof claims.sub === 'string' ? { apiSessionId: sid, sub: claims.sub } : undefined;
     } catch {
@@ -604,7 +613,7 @@ export function oidcRoutes(deps: OidcDeps): (app: FastifyInstance) => void {
     const token = header.startsWith('Bearer ') ? header.slice(7).trim() : '';
     let session: SessionClaims;
     try {
-      session = (await verifyOidcToken(token, key, 'a', clock.now())).session;
+      session = (await verifyOidcToken(token, keyring, 'a', clock.now())).session;
     } catch {
       return reply.code(401).header('www-authenticate', 'Bearer error="invalid_token"').header('content-type', 'application/json').send(JSON.stringify({ error: 'invalid_token', error_description: 'the access token is invalid' }));
     }
@@ -632,7 +641,8 @@ export function oidcRoutes(deps: OidcDeps): (app: FastifyInstance) => void {
       response_types_supported: ['code'],
       grant_types_supported: [GRANT_CODE, GRANT_REFRESH, GRANT_EXCHANGE],
       subject_types_supported: ['public'],
-      id_token_signing_alg_values_supported: [key.serverKey.asymmetricKeyType === 'rsa' ? 'RS256' : 'ES256'],
+      // This controller signs its ID tokens with its own key; other controllers' may differ in type.
+      id_token_signing_alg_values_supported: [...new Set(keyring.keys().map((k) => k.algorithm))],
       token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
       revocation_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
       code_challenge_methods_supported: ['S256'],
@@ -673,7 +683,7 @@ export function oidcRoutes(deps: OidcDeps): (app: FastifyInstance) => void {
       scope.route({ method: ['GET', 'POST'], url: `${o}/end_session`, handler: endSession });
       scope.get(`${o}/logged-out`, (_req, reply) => reply.code(200).header('content-type', 'text/plain; charset=utf-8').send('signed out successfully\n'));
       scope.route({ method: ['GET', 'POST'], url: `${o}/userinfo`, handler: userinfo });
-      scope.get(`${o}/keys`, async (_req, reply) => reply.code(200).header('content-type', 'application/json').send(JSON.stringify(await serverJwks(key))));
+      scope.get(`${o}/keys`, async (_req, reply) => reply.code(200).header('content-type', 'application/json').send(JSON.stringify(await networkJwks(key, keyring))));
       scope.get(`${o}/.well-known/openid-configuration`, discovery);
     });
   };

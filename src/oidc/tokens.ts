@@ -6,7 +6,8 @@
  * `auth_time`, and the ID token carries `sid`, the API session id, which `end_session` reads.
  */
 import { randomUUID } from 'node:crypto';
-import { signJwt, verifyJwt, type JwtClaims, type JwtSigningKey } from '../pki/enrollment-jwt.ts';
+import { signJwt, type JwtClaims, type JwtSigningKey } from '../pki/enrollment-jwt.ts';
+import type { JwtVerifier } from '../pki/jwt-keyring.ts';
 
 export interface OidcLifetimes {
   accessTokenSeconds: number;
@@ -170,13 +171,14 @@ export class TokenRefused extends Error {
 const OUR_AUDIENCES = new Set(['openziti', 'native']);
 
 /**
- * Verifies a token the controller signed for a login: signature (our key, its algorithm only: `none` and HMAC are
- * refused), time claims, `z_t` and an audience of our clients. Throws TokenRefused.
+ * Verifies a token a controller of the network signed for a login: signature (the key its `kid` names among the
+ * live controllers' keys, that key's algorithm only: `none` and HMAC are refused; src/pki/jwt-keyring.ts), time
+ * claims, `z_t` and an audience of our clients. Throws TokenRefused.
  */
-export async function verifyOidcToken(token: string, key: JwtSigningKey, type: 'a' | 'r', now: Date): Promise<{ claims: JwtClaims; session: SessionClaims }> {
+export async function verifyOidcToken(token: string, keys: JwtVerifier, type: 'a' | 'r', now: Date): Promise<{ claims: JwtClaims; session: SessionClaims }> {
   let claims: JwtClaims;
   try {
-    claims = await verifyJwt(token, key, { currentDate: now });
+    claims = await keys.verify(token, { currentDate: now });
   } catch (err) {
     throw new TokenRefused((err as { code?: string }).code === 'ERR_JWT_EXPIRED' ? 'expired' : 'invalid');
   }
