@@ -1,15 +1,17 @@
 /**
  * The controller's decision on a router's request to host (bind) or reach (dial) a service for an SDK: the
- * API session token (a zt-session, or the access token of an OIDC login) must name a live API session, the session JWT must be one this controller signed for
- * that API session and of the right type, its session record must still exist, and the identity must still
- * hold the permission, pass the posture checks and be allowed on this router for the service — the same
- * answers the REST side gives, from the same access index. Refusals carry the edge error code routers pass
- * to SDKs.
+ * API session token (a zt-session, or the access token of an OIDC login) must name a live API session, the session
+ * JWT must be one a live controller of the network signed (src/pki/jwt-keyring.ts) for that API session and of the
+ * right type, its session record must still exist, and the identity must still hold the permission, pass the
+ * posture checks and be allowed on this router for the service — the same answers the REST side gives, from the
+ * same access index. Refusals carry the edge error code routers pass to SDKs.
  */
 import { hashToken } from '../auth/api-session.service.ts';
 import { verifyOidcToken } from '../oidc/tokens.ts';
 import { looksLikeJwt } from '../resources/external-jwt-signers/signer-tokens.ts';
-import { verifyJwt, type JwtSigningKey } from '../pki/enrollment-jwt.ts';
+import type { JwtSigningKey } from '../pki/enrollment-jwt.ts';
+import { createJwtKeyring } from '../pki/jwt-keyring.ts';
+import type { Membership } from '../cluster/membership.ts';
 import type { Store } from '../store/store.ts';
 import { versionedLookup } from '../store/versioned-lookup.ts';
 import type { PolicyMembership } from './data-model/full-state.ts';
@@ -52,8 +54,25 @@ export interface GrantedAccess {
   terminatorStrategy: string;
 }
 
-export function createServiceAccessCheck(deps: { store: Store; signer: JwtSigningKey; access: FabricAccess; now?: () => Date }) {
+/** This controller's signing key; it may carry the network's membership (see `ServiceAccessDeps.membership`). */
+export type ServiceAccessSigner = JwtSigningKey & { membership?: Pick<Membership, 'live'> };
+
+export interface ServiceAccessDeps {
+  store: Store;
+  signer: ServiceAccessSigner;
+  /**
+   * The network's controllers: access tokens and session JWTs any live one signed are accepted. Absent, the
+   * signer's `membership` is used, and without either only this controller's own tokens are.
+   */
+  membership?: Pick<Membership, 'live'>;
+  access: FabricAccess;
+  now?: () => Date;
+}
+
+export function createServiceAccessCheck(deps: ServiceAccessDeps) {
   const now = deps.now ?? (() => new Date());
+  const membership = deps.membership ?? deps.signer.membership;
+  const keyring = createJwtKeyring(deps.signer, () => membership?.live() ?? []);
   const { store } = deps;
   // The rows a request names, kept while their tables are unchanged: on PostgreSQL a circuit request then reads
   // nothing from the store (src/store/versioned-lookup.ts).
@@ -76,7 +95,7 @@ export function createServiceAccessCheck(deps: { store: Store; signer: JwtSignin
     }
     if (!entry) {
       try {
-        const { claims, session } = await verifyOidcToken(token, deps.signer, 'a', at);
+        const { claims, session } = await verifyOidcToken(token, keyring, 'a', at);
         entry = { apiSessionId: session.apiSessionId, identityId: session.sub, expMs: (claims.exp as number) * 1000 };
       } catch {
         return undefined;
@@ -104,7 +123,7 @@ export function createServiceAccessCheck(deps: { store: Store; signer: JwtSignin
     if (!apiSession) throw new AccessRefused(EdgeErrorCode.InvalidApiSession, 'invalid api session');
     let claims: Record<string, unknown>;
     try {
-      claims = await verifyJwt(sessionToken, deps.signer, { currentDate: now() });
+      claims = await keyring.verify(sessionToken, { currentDate: now() });
     } catch {
       throw new AccessRefused(EdgeErrorCode.InvalidSession, 'invalid session');
     }

@@ -15,7 +15,9 @@ import { idSetCondition } from '../../query/dialect.ts';
 import { filterableFields, type SymbolTable } from '../../query/symbols.ts';
 import { ApiError, fieldError, notFound } from '../../errors.ts';
 import { newCuid } from '../../ids.ts';
-import { signJwt, verifyJwt, type JwtSigningKey } from '../../pki/enrollment-jwt.ts';
+import { signJwt, type JwtSigningKey } from '../../pki/enrollment-jwt.ts';
+import { createJwtKeyring } from '../../pki/jwt-keyring.ts';
+import type { Membership } from '../../cluster/membership.ts';
 import type { AccessService } from '../../access/access.service.ts';
 import type { PolicyType } from '../../access/access-index.ts';
 import type { Caller } from '../../http/caller.ts';
@@ -50,6 +52,8 @@ export interface SessionServiceDeps {
   access: AccessService;
   /** The controller key that signs session JWTs (the TLS server key, as upstream). */
   signer: JwtSigningKey;
+  /** The network's controllers: a session JWT any live one signed is accepted. Absent: this controller alone. */
+  membership?: Pick<Membership, 'live'>;
   /** `iss` of session JWTs: the controller's advertised base URL. */
   issuer: string;
   clock: Clock;
@@ -124,6 +128,7 @@ async function page(reader: Sql, source: string, symbols: SymbolTable, req: List
 export function createSessionService(deps: SessionServiceDeps) {
   const { store, access, signer, issuer, clock, startedAt } = deps;
   const posture = deps.posture ?? createPostureEvaluator({ store, access, clock });
+  const keyring = createJwtKeyring(signer, () => deps.membership?.live() ?? []);
 
   async function find(id: string): Promise<SessionRecord | undefined> {
     const row = await store.get('SELECT * FROM sessions WHERE id = ?', [id]);
@@ -346,19 +351,25 @@ export function createSessionService(deps: SessionServiceDeps) {
   }
 
   /**
-   * Checks a `session-token` header: a JWT we signed, for a session (`z_t` "s") of this service held by
-   * the caller's identity. Anything else is refused as not authorized.
+   * Checks a `session-token` header: a JWT a controller of the network signed, for a session (`z_t` "s") of this
+   * service held by the caller's identity. Anything else is refused as not authorized. A token signed with this
+   * controller's key must carry its issuer; one signed by another controller carries that controller's, which
+   * its key already vouches for.
    */
   async function assertSessionToken(caller: Caller, serviceId: string, token: string): Promise<void> {
     let claims: Record<string, unknown>;
+    let own: boolean;
     try {
-      claims = await verifyJwt(token, signer, { currentDate: clock.now() });
+      const verified = await keyring.verifyWithKey(token, { currentDate: clock.now() });
+      claims = verified.claims;
+      own = verified.key.own;
     } catch {
       throw new ApiError('UNAUTHORIZED');
     }
     const aud = claims.aud;
     const audOk = Array.isArray(aud) ? aud.includes('openziti') : aud === 'openziti';
-    if (claims.z_t !== 's' || claims.iss !== issuer || !audOk || claims.sub !== serviceId || claims.z_iid !== caller.identity.id) {
+    const issOk = own ? claims.iss === issuer : typeof claims.iss === 'string';
+    if (claims.z_t !== 's' || !issOk || !audOk || claims.sub !== serviceId || claims.z_iid !== caller.identity.id) {
       throw new ApiError('UNAUTHORIZED');
     }
   }
