@@ -21,6 +21,6 @@ export function clientApi(s: Services): ApiDefinition {
     name: 'client',
     prefix: '/edge/client/v1',
     title: 'Portcullis Edge Client API',
-    routes: [...clientPostureRoutes(s.posture), ...systemRoutes(s.system, s.controllers, 'client'), ...authenticationRoutes(s), ...mfaRoutes(s.mfa, s.pki), ...certificateExtensionRoutes(s.certificateExtension), ...clientSessionRoutes(s.sessions), ...clientTerminatorRoutes(s.store, s.access, s.terminators), ...clientServiceRoutes({ store: s.store, access: s.access, services: s.services, views: s.serviceViews, configs: s.configs }), ...clientExternalJwtSignerRoutes(s.externalJwtSigners), ...enrollRoutes({ store: s.store, methods: s.enrollMethods, pki: s.pki }), networkJwtRoute(s.enrollments), ...apiSessionCertificateRoutes(s.apiSessionCertificates)],
+    routes: [...clientPostureRoutes(s.posture), ...systemRoutes(s.system, s.controllers, 'client'), ...authenticationRoutes(s), ...mfaRoutes(s.mfa, s.pki), ...certificateExtensionRoutes(s.certificateExtension), ...clientSessionRoutes(s.sessions), ...clientTerminatorRoutes(s.store, s.access, s.terminators), ...clientServiceRoutes({ store: s.store, access: s.access, services: s.services, views: s.serviceViews, configs: s.configs }), ...clientExternalJwtSignerRoutes(s.externalJwtSigners), ...enrollRoutes({ store: s.store, methods: s.enrollMethods, pki: s.pki, membership: s.membership }), networkJwtRoute(s.enrollments), ...apiSessionCertificateRoutes(s.apiSessionCertificates)],
   };
 }

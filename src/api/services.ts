@@ -18,6 +18,7 @@ import type { PolicyService } from '../resources/policy-common.ts';
 import type { PostureCheckService } from '../resources/posture-checks/posture-check.service.ts';
 import type { PostureCheckTypeService } from '../resources/posture-check-types/posture-check-type.service.ts';
 import type { ControllerPki } from '../pki/certificate-authority.ts';
+import type { Membership } from '../cluster/membership.ts';
 import type { EdgeRouterService } from '../resources/edge-routers/edge-router.service.ts';
 import type { RouterService } from '../resources/routers/router.service.ts';
 import type { TerminatorService } from '../resources/terminators/terminator.service.ts';
@@ -75,6 +76,8 @@ export interface Services {
   postureCheckTypes: PostureCheckTypeService;
   /** The controller's PKI: signs enrollment and session JWTs with the TLS server key. */
   pki: ControllerPki;
+  /** The network's controllers (their keys are listed by `/enroll/jwks`); absent: this controller alone. */
+  membership?: Pick<Membership, 'live'>;
   edgeRouters: EdgeRouterService;
   /** Every router, transit and edge, as `/routers` and `/transit-routers` show them. */
   routers: RouterService;

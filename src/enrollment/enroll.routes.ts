@@ -16,7 +16,9 @@
  * (no charset): the Go SDK stores any other response as the certificate itself (§2.1).
  *
  * Also here: `POST /enroll/challenge` and `GET /enroll/jwks`, which upstream never implemented (§2.10) and
- * the seeds require, built on the TLS server key that signs enrollment JWTs.
+ * the seeds require, built on the TLS server key that signs enrollment JWTs. The JWKS lists the keys of every live
+ * controller of the network (own first); the challenge is answered for this controller's own key only, since only
+ * it holds that private key.
  */
 import { sign as signBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -29,7 +31,9 @@ import { Password, Username } from '../resources/common.schema.ts';
 import type { Store } from '../store/store.ts';
 import { systemClock, type Clock } from '../resources/entity-service.ts';
 import { jwtAlgorithmFor } from '../pki/keys.ts';
-import { serverJwks, type JwksSource } from '../pki/jwks.ts';
+import { networkJwks, type JwksSource } from '../pki/jwks.ts';
+import { createJwtKeyring, type JwtKeyring } from '../pki/jwt-keyring.ts';
+import type { ControllerMember, Membership } from '../cluster/membership.ts';
 import type { EnrollInput, EnrollMethod, EnrollmentRow } from './enroll-method.ts';
 import { findEnrollmentByToken, isEnrollmentExpired } from './enrollment-store.ts';
 
@@ -38,6 +42,8 @@ export interface EnrollRouteDeps {
   /** The registered strategies; read on every request, so methods pushed after mounting are found. */
   methods: readonly EnrollMethod[];
   pki: JwksSource & { caBundlePem: string };
+  /** The network's controllers, whose keys the JWKS lists; absent: this controller alone. */
+  membership?: Pick<Membership, 'live'>;
   clock?: Clock;
 }
 
@@ -113,6 +119,7 @@ function enrollBody(source: Record<string, unknown>): EnrollInput['body'] {
 
 export function enrollRoutes(deps: EnrollRouteDeps): RouteSpec[] {
   const clock = deps.clock ?? systemClock;
+  const keyring = createJwtKeyring<ControllerMember>(deps.pki, () => deps.membership?.live() ?? []);
   const methodNamed = (name: string) => deps.methods.find((m) => m.name === name);
 
   async function run(req: FastifyRequest, reply: FastifyReply, method: EnrollMethod, enrollment: EnrollmentRow | undefined, body: EnrollInput['body']) {
@@ -237,13 +244,13 @@ export function enrollRoutes(deps: EnrollRouteDeps): RouteSpec[] {
       body: NonceChallenge, response: { 200: NonceSignature },
       handler: (req, reply) => {
         const { nonce, keyId } = req.body as { nonce: string; keyId: string };
-        return sendJson(reply, signChallenge(deps.pki, nonce, keyId));
+        return sendJson(reply, signChallenge(deps.pki, nonce, keyId, keyring));
       },
     }),
     route({
       method: 'GET', url: '/enroll/jwks', operationId: 'getEnrollmentJwks', summary: 'List the keys that sign enrollment JWTs',
       response: { 200: Jwks },
-      handler: async (_req, reply) => sendJson(reply, await serverJwks(deps.pki)),
+      handler: async (_req, reply) => sendJson(reply, await networkJwks(deps.pki, keyring)),
     }),
   ];
 }
@@ -255,8 +262,21 @@ const HASH_BY_ALGORITHM = { ES256: 'sha256', ES384: 'sha384', ES512: 'sha512', R
  * key as a JWS signature would be (raw r‖s for ECDSA, PKCS#1 v1.5 for RSA), base64url, with the algorithm,
  * the key id and the CA bundle the client should trust afterwards.
  */
-export function signChallenge(pki: JwksSource & { caBundlePem: string }, nonce: string, keyId: string) {
+export function signChallenge(
+  pki: JwksSource & { caBundlePem: string },
+  nonce: string,
+  keyId: string,
+  network?: Pick<JwtKeyring<ControllerMember>, 'member'>,
+) {
   if (keyId !== pki.serverCertFingerprint) {
+    const other = network?.member(keyId);
+    if (other) {
+      throw fieldError(
+        'keyId',
+        `the key ${JSON.stringify(keyId)} is controller ${other.id}'s: only that controller can answer for it (this controller's key id is ${pki.serverCertFingerprint})`,
+        keyId,
+      );
+    }
     throw fieldError('keyId', `no enrollment signing key has the id ${JSON.stringify(keyId)}`, keyId);
   }
   const algorithm = jwtAlgorithmFor(pki.serverKey);
