@@ -332,7 +332,7 @@ export async function startController(config: Config, options: StartOptions = {}
       serviceViews,
       controllers,
       system,
-      pki,
+      pki, membership,
       edgeRouters: createEdgeRouterService({ store, access, enrollments: routerEnrollments, liveRouters: liveRouters.current, clock }),
       routers: createRouterService({ store, access, enrollments: routerEnrollments, liveRouters: liveRouters.current, clock }),
       terminators: createTerminatorService(store, instanceId, clock),
@@ -345,18 +345,18 @@ export async function startController(config: Config, options: StartOptions = {}
       serviceEdgeRouterPolicies: createPolicyService('serviceEdgeRouterPolicy', serviceEdgeRouterPolicyResource, store, access, clock),
       postureChecks: createPostureCheckService(store, access, clock),
       postureCheckTypes: createPostureCheckTypeService(store),
-      sessions: createSessionService({ store, access, signer: pki, issuer: base, clock, startedAt }),
+      sessions: createSessionService({ store, access, signer: pki, membership, issuer: base, clock, startedAt }),
       database: createDatabaseOps({ store, access, clock, owner: feed.origin }),
       controllerSettings: createControllerSettingService(store, clock),
     };
     apis.push(clientApi(services), managementApi(services), fabricApi(services));
 
     const oidcTokens = createOidcTokens(pki, config.oidcTokens ?? DEFAULT_LIFETIMES, () => clock.now().getTime());
-    const bearer = createBearerResolver({ key: pki, auth, clock });
+    const bearer = createBearerResolver({ key: pki, membership, auth, clock });
     const oidc = oidcRoutes({
       store,
       clock,
-      key: pki,
+      key: pki, membership,
       serverCertPem: pki.serverCertPem,
       advertisedHost: new URL(base).host,
       auth,
@@ -400,7 +400,7 @@ export async function startController(config: Config, options: StartOptions = {}
       signingCertPem: pki.serverCertPem,
       seal,
       apiSessions,
-      signer: pki,
+      signer: Object.assign({ membership }, pki),
       access: fabricAccess(access, createPostureEvaluator({ store, access, clock })),
       controllerId: instanceId,
       controllerVersion: controllerVersionInfo(startedAt),
