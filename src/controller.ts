@@ -249,7 +249,7 @@ export async function startController(config: Config, options: StartOptions = {}
           },
         }))
       : soleMembership(self, network.networkId);
-    const enrollments = createEnrollmentService({ store, pki, issuer: base, ctrlEndpoints, clock });
+    const enrollments = createEnrollmentService({ store, pki, issuer: base, membership, clock });
     const identities = createIdentityService(store, access, clock, enrollments);
     const configTypes = createConfigTypeService(store, clock);
     const configs = createConfigService(store, access, configTypes, clock);
@@ -300,7 +300,7 @@ export async function startController(config: Config, options: StartOptions = {}
     await store.write((tx) => tx.run('UPDATE terminators SET source_ctrl = ? WHERE source_ctrl IS NULL', [instanceId]));
 
     const liveRouters = createLiveRouters(store, feed.origin);
-    const routerEnrollments = createRouterEnrollments({ pki, issuer: base, ctrlEndpoints, clock });
+    const routerEnrollments = createRouterEnrollments({ pki, issuer: base, membership, clock });
     // Each enrollment method registers here; the enroll routes dispatch on the wire name.
     const enrollMethods: EnrollMethod[] = [];
     enrollMethods.push(createOttcaEnrollMethod({ store, cas, clock }), createCaEnrollMethod({ store, cas, access, clock }));

@@ -45,7 +45,7 @@ const NS_PROCESS = 0x70635030;
 const NS_LEADER = 0x70634c30;
 
 const CONTROLLER_FILE = 'controller.json';
-const FACT = { network: 'instance-id', root: 'root-fingerprint', rootCert: 'root-cert', intermediateCert: 'intermediate-cert', version: 'membership-version', epoch: 'leader-epoch' } as const;
+const FACT = { network: 'instance-id', root: 'root-fingerprint', rootCert: 'root-cert', intermediateCert: 'intermediate-cert', version: 'membership-version', epoch: 'leader-epoch', leader: 'leader-controller' } as const;
 const SHARED = { intermediateKey: 'intermediate-ca-key', seal: 'api-session-seal-key', check: 'check' } as const;
 const CHECK_TEXT = 'portcullis cluster secret check';
 
@@ -444,7 +444,10 @@ async function createControllerSession(
       if (!ok) return;
       epoch = await store.write(async (tx) => {
         const now = Number((await tx.value<string>('SELECT value FROM controller_facts WHERE key = ?', [FACT.epoch])) ?? 0) + 1;
-        await tx.run('INSERT INTO controller_facts (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [FACT.epoch, String(now)]);
+        const upsert = 'INSERT INTO controller_facts (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value';
+        await tx.run(upsert, [FACT.epoch, String(now)]);
+        // Who leads, for operators (and tests) reading the store.
+        await tx.run(upsert, [FACT.leader, me.id]);
         return now;
       });
       leader = true;

@@ -20,6 +20,7 @@ import { createEntityService, isoNow, systemClock, type Clock, type ListRequest 
 import { enrollmentResource } from '../resources/enrollments/enrollment.resource.ts';
 import { authenticatorResource } from '../resources/authenticators/authenticator.resource.ts';
 import { identityEnrollmentSummary } from './enrollment-store.ts';
+import type { Membership } from '../cluster/membership.ts';
 
 /** Upstream's default `edge.enrollment.edgeIdentity.duration` (enrollment.md §1.7). */
 export const IDENTITY_ENROLLMENT_MINUTES = 180;
@@ -51,8 +52,8 @@ export interface EnrollmentServiceOptions {
   pki: JwtSigningKey;
   /** `https://<edge API host:port>`, no trailing slash: the JWT `iss`. */
   issuer: string;
-  /** Control-channel addresses (`tls:host:port`), the JWT `ctrls` claim of identity enrollments. */
-  ctrlEndpoints: readonly string[];
+  /** The controllers of the network: their control addresses (`tls:host:port`) are the JWT `ctrls` claim. */
+  membership: Pick<Membership, 'live'>;
   clock?: Clock;
 }
 
@@ -82,7 +83,7 @@ export function createEnrollmentService(opts: EnrollmentServiceOptions) {
       exp: Math.floor(expires.getTime() / 1000),
       jti: token,
       em: method,
-      ctrls: [...opts.ctrlEndpoints],
+      ctrls: opts.membership.live().map((m) => m.ctrlAddress),
     };
     return signJwt(claims, pki);
   }

@@ -9,6 +9,7 @@ import type { Sql, Tx } from '../../store/store.ts';
 import { newEntityId } from '../../ids.ts';
 import { signJwt, type JwtSigningKey } from '../../pki/enrollment-jwt.ts';
 import type { Clock } from '../entity-service.ts';
+import type { Membership } from '../../cluster/membership.ts';
 
 export type RouterEnrollmentMethod = 'erott' | 'trott';
 
@@ -36,10 +37,10 @@ export interface RouterEnrollmentOptions {
   /** `https://<edge API host:port>`, no trailing slash. */
   issuer: string;
   /**
-   * Where routers reach the control channel (`tls:host:port`), written into the JWT's `ctrls` claim: an
-   * enrolling router saves them as its controller endpoints.
+   * The controllers of the network: the control address (`tls:host:port`) of every live one goes into the JWT's
+   * `ctrls` claim, read at each signing; an enrolling router saves them as its controller endpoints.
    */
-  ctrlEndpoints: readonly string[];
+  membership: Pick<Membership, 'live'>;
   clock: Clock;
 }
 
@@ -57,7 +58,7 @@ export function createRouterEnrollments(opts: RouterEnrollmentOptions) {
       exp: Math.floor(expires.getTime() / 1000),
       jti: token,
       em: method,
-      ctrls: [...opts.ctrlEndpoints],
+      ctrls: opts.membership.live().map((m) => m.ctrlAddress),
     };
     const jwt = await signJwt(claims, opts.pki);
     return { id: newEntityId(), method, routerId, token, jwt, issuedAt: now.toISOString(), expiresAt: expires.toISOString() };
