@@ -27,6 +27,12 @@ export interface Membership {
   readonly clustered: boolean;
   /** The live controllers, this one included, ordered by id. */
   live(): readonly ControllerMember[];
+  /**
+   * Every controller of the network, live or not, ordered by id: the keys JWTs are verified under. A token a
+   * controller signed stays valid after that controller died (its SDK keeps its session on the others) until it
+   * expires, or until the controller's record is deleted.
+   */
+  known(): readonly ControllerMember[];
   /** A number that grows whenever the live set changes (always > 0): UpdateCtrlAddresses' `index`. */
   version(): number;
   /** True while this process holds the leadership (it runs the work that must run once in the network). */
@@ -45,6 +51,7 @@ export function soleMembership(self: ControllerMember, networkId: string): Membe
     networkId,
     clustered: false,
     live: () => members,
+    known: () => members,
     version: () => 1,
     isLeader: () => true,
     leaderEpoch: () => 1,

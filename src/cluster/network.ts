@@ -380,6 +380,7 @@ async function createControllerSession(
   async function membership(me: ControllerMember, networkId: string, options: MembershipOptions = {}) {
     const listeners = new Set<(event: MembershipEvent) => void>();
     let members: readonly ControllerMember[] = Object.freeze([me]);
+    let everyone: readonly ControllerMember[] = members;
     let version = 0;
     let leader = false;
     let epoch = 0;
@@ -394,14 +395,17 @@ async function createControllerSession(
     };
 
     async function readMembers(): Promise<void> {
-      const rows = await query<{ id: string; ctrl_address: string | null; cert_pem: string; fingerprint: string; version: string | null }>(
-        `SELECT c.id, c.ctrl_address, c.cert_pem, c.fingerprint, (SELECT value FROM controller_facts WHERE key = '${FACT.version}') AS version
-           FROM controllers c WHERE c.is_online = 1 ORDER BY c.id`,
+      const rows = await query<{ id: string; ctrl_address: string | null; cert_pem: string; fingerprint: string; is_online: number; version: string | null }>(
+        `SELECT c.id, c.ctrl_address, c.cert_pem, c.fingerprint, c.is_online, (SELECT value FROM controller_facts WHERE key = '${FACT.version}') AS version
+           FROM controllers c ORDER BY c.id`,
         [],
       );
       const seen = Number(rows[0]?.version ?? 0);
-      const next = rows.map((r) => Object.freeze({ id: r.id, ctrlAddress: r.ctrl_address ?? '', certPem: r.cert_pem, fingerprint: r.fingerprint }));
-      if (!next.some((m) => m.id === me.id)) next.push(me);
+      const all = rows.map((r) => Object.freeze({ id: r.id, ctrlAddress: r.ctrl_address ?? '', certPem: r.cert_pem, fingerprint: r.fingerprint }));
+      if (!all.some((m) => m.id === me.id)) all.push(me);
+      if (all.length !== everyone.length || all.some((m, i) => m.fingerprint !== everyone[i]?.fingerprint)) everyone = Object.freeze(all);
+      const online = new Set(rows.filter((r) => r.is_online === 1).map((r) => r.id));
+      const next = all.filter((m) => m.id === me.id || online.has(m.id));
       const changed = seen !== version || next.length !== members.length || next.some((m, i) => m.id !== members[i]?.id || m.fingerprint !== members[i]?.fingerprint);
       if (seen > version) version = seen;
       if (changed) {
@@ -497,6 +501,7 @@ async function createControllerSession(
       networkId,
       clustered: true,
       live: () => members,
+      known: () => everyone,
       version: () => Math.max(1, version),
       isLeader: () => leader,
       leaderEpoch: () => Math.max(1, epoch),

@@ -43,7 +43,7 @@ export interface EnrollRouteDeps {
   methods: readonly EnrollMethod[];
   pki: JwksSource & { caBundlePem: string };
   /** The network's controllers, whose keys the JWKS lists; absent: this controller alone. */
-  membership?: Pick<Membership, 'live'>;
+  membership?: Pick<Membership, 'known'>;
   clock?: Clock;
 }
 
@@ -119,7 +119,7 @@ function enrollBody(source: Record<string, unknown>): EnrollInput['body'] {
 
 export function enrollRoutes(deps: EnrollRouteDeps): RouteSpec[] {
   const clock = deps.clock ?? systemClock;
-  const keyring = createJwtKeyring<ControllerMember>(deps.pki, () => deps.membership?.live() ?? []);
+  const keyring = createJwtKeyring<ControllerMember>(deps.pki, () => deps.membership?.known() ?? []);
   const methodNamed = (name: string) => deps.methods.find((m) => m.name === name);
 
   async function run(req: FastifyRequest, reply: FastifyReply, method: EnrollMethod, enrollment: EnrollmentRow | undefined, body: EnrollInput['body']) {

@@ -55,7 +55,7 @@ export interface GrantedAccess {
 }
 
 /** This controller's signing key; it may carry the network's membership (see `ServiceAccessDeps.membership`). */
-export type ServiceAccessSigner = JwtSigningKey & { membership?: Pick<Membership, 'live'> };
+export type ServiceAccessSigner = JwtSigningKey & { membership?: Pick<Membership, 'known'> };
 
 export interface ServiceAccessDeps {
   store: Store;
@@ -64,7 +64,7 @@ export interface ServiceAccessDeps {
    * The network's controllers: access tokens and session JWTs any live one signed are accepted. Absent, the
    * signer's `membership` is used, and without either only this controller's own tokens are.
    */
-  membership?: Pick<Membership, 'live'>;
+  membership?: Pick<Membership, 'known'>;
   access: FabricAccess;
   now?: () => Date;
 }
@@ -72,7 +72,7 @@ export interface ServiceAccessDeps {
 export function createServiceAccessCheck(deps: ServiceAccessDeps) {
   const now = deps.now ?? (() => new Date());
   const membership = deps.membership ?? deps.signer.membership;
-  const keyring = createJwtKeyring(deps.signer, () => membership?.live() ?? []);
+  const keyring = createJwtKeyring(deps.signer, () => membership?.known() ?? []);
   const { store } = deps;
   // The rows a request names, kept while their tables are unchanged: on PostgreSQL a circuit request then reads
   // nothing from the store (src/store/versioned-lookup.ts).

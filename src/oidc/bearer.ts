@@ -54,13 +54,13 @@ export interface BearerDeps {
   /** This controller's signing key. */
   key: JwtSigningKey;
   /** The network's controllers: an access token any live one signed is accepted. Absent: this controller alone. */
-  membership?: Pick<Membership, 'live'>;
+  membership?: Pick<Membership, 'known'>;
   auth: Pick<AuthenticationService, 'resolveOidcCaller'>;
   clock: Clock;
 }
 
 export function createBearerResolver(deps: BearerDeps) {
-  const keyring = createJwtKeyring(deps.key, () => deps.membership?.live() ?? []);
+  const keyring = createJwtKeyring(deps.key, () => deps.membership?.known() ?? []);
   const verified = new Map<string, Verified>();
 
   async function verify(token: string): Promise<Verified> {

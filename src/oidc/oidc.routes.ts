@@ -54,7 +54,7 @@ export interface OidcDeps {
    * The network's controllers: tokens any live one signed are accepted (refresh, exchange, end session, revoke,
    * userinfo) and `/keys` lists their keys. Absent: this controller alone.
    */
-  membership?: Pick<Membership, 'live'>;
+  membership?: Pick<Membership, 'known'>;
   /** The server certificate: the hosts it names are the issuers the provider answers as. */
   serverCertPem: string;
   /** The advertised `host:port`, the issuer of a request that names no host. */
@@ -157,7 +157,7 @@ function sendApiError(reply: FastifyReply, err: ApiError): FastifyReply {
 
 export function oidcRoutes(deps: OidcDeps): (app: FastifyInstance) => void {
   const { auth, apiSessions, mfa, authRequests, tokens, clock, key, store } = deps;
-  const keyring = createJwtKeyring(key, () => deps.membership?.live() ?? []);
+  const keyring = createJwtKeyring(key, () => deps.membership?.known() ?? []);
   const sans: SubjectAltNames = subjectAltNamesFromExtensions(new x509.X509Certificate(deps.serverCertPem).extensions);
 
   /** `https://<host>/oidc` for the Host the client used, when the server certificate names that host. */

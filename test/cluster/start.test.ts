@@ -9,7 +9,8 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
-import { startTestController, testStore, uniqueName } from '../support/controller.ts';
+import { ADMIN_PASSWORD, ADMIN_USER, startTestController, testStore, uniqueName } from '../support/controller.ts';
+import { bearer, oidcLogin, tokenRequest } from '../support/oidc.ts';
 import { createClient } from '../support/client.ts';
 import { eventually, startCluster, writeSecretFile } from '../support/cluster.ts';
 import { assertMatchesReference } from '../support/reference-spec.ts';
@@ -144,6 +145,8 @@ describe('several controllers on one PostgreSQL store', { skip: !postgres && 'ne
     const leader = members.find((tc) => tc.controller.membership.isLeader())!;
     const leaderId = await idOf(leader);
     const epoch = leader.controller.membership.leaderEpoch();
+    // JWTs the leader signed, to use once it is gone.
+    const tokens = await oidcLogin(leader.http, { username: ADMIN_USER, password: ADMIN_PASSWORD });
     await leader.stop();
     stopped = { dataDir: leader.dataDir, id: leaderId };
     const rest = members.filter((tc) => tc !== leader);
@@ -156,6 +159,13 @@ describe('several controllers on one PostgreSQL store', { skip: !postgres && 'ne
     }
     // Writes need no leader election: they work on every survivor at once.
     for (const tc of rest) assert.equal((await tc.mgmt.post('/services', { name: uniqueName('after'), encryptionRequired: true })).status, 201);
+    // A JWT session made on the stopped controller goes on on the others: its tokens verify, and refresh there.
+    for (const tc of rest) {
+      assert.equal((await tc.http.get('/edge/client/v1/current-api-session', bearer(tokens.accessToken))).status, 200);
+      assert.ok(tc.controller.membership.known().some((m) => m.id === leaderId), 'a stopped controller is still known');
+    }
+    const refreshed = await tokenRequest(rest[0]!.http, { grant_type: 'refresh_token', client_id: 'native', refresh_token: tokens.refreshToken });
+    assert.equal(refreshed.status, 200, refreshed.text);
   });
 
   it('lets the stopped controller come back with its id and catch up at once', async () => {

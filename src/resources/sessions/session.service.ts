@@ -53,7 +53,7 @@ export interface SessionServiceDeps {
   /** The controller key that signs session JWTs (the TLS server key, as upstream). */
   signer: JwtSigningKey;
   /** The network's controllers: a session JWT any live one signed is accepted. Absent: this controller alone. */
-  membership?: Pick<Membership, 'live'>;
+  membership?: Pick<Membership, 'known'>;
   /** `iss` of session JWTs: the controller's advertised base URL. */
   issuer: string;
   clock: Clock;
@@ -128,7 +128,7 @@ async function page(reader: Sql, source: string, symbols: SymbolTable, req: List
 export function createSessionService(deps: SessionServiceDeps) {
   const { store, access, signer, issuer, clock, startedAt } = deps;
   const posture = deps.posture ?? createPostureEvaluator({ store, access, clock });
-  const keyring = createJwtKeyring(signer, () => deps.membership?.live() ?? []);
+  const keyring = createJwtKeyring(signer, () => deps.membership?.known() ?? []);
 
   async function find(id: string): Promise<SessionRecord | undefined> {
     const row = await store.get('SELECT * FROM sessions WHERE id = ?', [id]);

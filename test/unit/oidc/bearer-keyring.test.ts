@@ -38,11 +38,11 @@ describe('OIDC tokens signed by another controller', async () => {
   const [a, b, stranger] = await Promise.all(
     ['a', 'b', 'x'].map(async (name) => loadOrCreatePki(await temporaryDirectory(), { advertise: `${name}.example.com` })),
   );
-  const membership: Pick<Membership, 'live'> = { live: () => [memberOf(a, 'a'), memberOf(b, 'b')] };
+  const membership: Pick<Membership, 'known'> = { known: () => [memberOf(a, 'a'), memberOf(b, 'b')] };
   const tokensOf = (pki: ControllerPki) => createOidcTokens(pki, DEFAULT_LIFETIMES, () => Date.now());
 
   it("verifyOidcToken accepts B's access and refresh tokens with A's keyring, and refuses a stranger's", async () => {
-    const ring = createJwtKeyring(a, () => membership.live());
+    const ring = createJwtKeyring(a, () => membership.known());
     const access = await tokensOf(b).access(session);
     assert.equal((await verifyOidcToken(access, ring, 'a', new Date())).session.apiSessionId, 'api-session-1');
     const refresh = await tokensOf(b).refresh(session);
