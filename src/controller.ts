@@ -131,8 +131,11 @@ export interface StartOptions {
   bus?: FabricBus;
   /** The time records and API session expiry are computed with: the system clock unless a test moves its own. */
   clock?: Clock;
-  /** Control-channel deadlines, bounds and log instead of the defaults (tests: short deadlines, small bounds, log lines read back). */
-  fabric?: Partial<Pick<FabricOptions, 'timings' | 'bounds' | 'helloTimeoutMs' | 'log'>>;
+  /**
+   * Control-channel deadlines, bounds and log instead of the defaults (tests: short deadlines, small bounds, log lines
+   * read back), and the membership the fabric sees (tests: a network of controllers around this one).
+   */
+  fabric?: Partial<Pick<FabricOptions, 'timings' | 'bounds' | 'helloTimeoutMs' | 'log' | 'membership'>>;
 }
 
 /** Work done once per controller start, before any process serves: schema, network and PKI, first-start records. */
@@ -299,7 +302,7 @@ export async function startController(config: Config, options: StartOptions = {}
     // Terminators stored before their source controller was recorded were created through this one.
     await store.write((tx) => tx.run('UPDATE terminators SET source_ctrl = ? WHERE source_ctrl IS NULL', [instanceId]));
 
-    const liveRouters = createLiveRouters(store, feed.origin);
+    const liveRouters = createLiveRouters(store, feed.origin, membership.controllerId);
     const routerEnrollments = createRouterEnrollments({ pki, issuer: base, membership, clock });
     // Each enrollment method registers here; the enroll routes dispatch on the wire name.
     const enrollMethods: EnrollMethod[] = [];
@@ -402,7 +405,7 @@ export async function startController(config: Config, options: StartOptions = {}
       apiSessions,
       signer: Object.assign({ membership }, pki),
       access: fabricAccess(access, createPostureEvaluator({ store, access, clock })),
-      controllerId: instanceId,
+      membership,
       controllerVersion: controllerVersionInfo(startedAt),
       live: liveRouters,
       owner: feed.origin,

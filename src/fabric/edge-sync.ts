@@ -106,18 +106,32 @@ export function keyId(der: Uint8Array): string {
   return createHash('sha1').update(der).digest('hex');
 }
 
+/** Another controller's signing certificate (DER) and its `kid` (its fingerprint). */
+export interface ControllerKey {
+  der: Uint8Array;
+  kid: string;
+}
+
 /**
  * The public keys of the data model: the controller's signing certificate (it signs session JWTs and is also
- * a client-certificate anchor) and the network's CA certificates (client-certificate anchors only).
+ * a client-certificate anchor), those of the other controllers of the network with the same usages (a full state
+ * replaces a router's keys: it must hold every controller's, controllers-ha.md §3.4), and the network's CA
+ * certificates (client-certificate anchors only).
  */
-export function publicKeyEvents(signingCertDer: Uint8Array, caCertDers: readonly Uint8Array[]): Array<ProtoInput<DataStateEvent>> {
-  const key = (der: Uint8Array, usages: number[]) => ({
+export function publicKeyEvents(
+  signingCertDer: Uint8Array,
+  caCertDers: readonly Uint8Array[],
+  otherControllers: readonly ControllerKey[] = [],
+): Array<ProtoInput<DataStateEvent>> {
+  const key = (der: Uint8Array, usages: number[], kid = keyId(der)) => ({
     action: 0 as const,
     isSynthetic: true,
-    publicKey: { data: der, kid: keyId(der), usages: usages as Array<0 | 1>, format: PublicKeyFormat.X509CertDer },
+    publicKey: { data: der, kid, usages: usages as Array<0 | 1>, format: PublicKeyFormat.X509CertDer },
   });
+  const signing = [PublicKeyUsage.JWTValidation, PublicKeyUsage.ClientX509CertValidation];
   return [
-    key(signingCertDer, [PublicKeyUsage.JWTValidation, PublicKeyUsage.ClientX509CertValidation]),
+    key(signingCertDer, signing),
+    ...otherControllers.map((c) => key(c.der, signing, c.kid)),
     ...caCertDers.map((der) => key(der, [PublicKeyUsage.ClientX509CertValidation])),
   ];
 }

@@ -14,6 +14,7 @@ import {
   apiSessionFullState,
   apiSessionsAdded,
   apiSessionsRemoved,
+  keyId,
   publicKeyEvents,
   readClientHello,
   serverHello,
@@ -42,6 +43,8 @@ import type { ControlChannel, ChannelTimings } from './channel/connection.ts';
 import type { EnrolledRouter, VersionInfo } from './channel/hello.ts';
 import { createControlListener, type AdmittedRouter } from './control-listener.ts';
 import type { LiveRouters } from './live-routers.ts';
+import type { Membership } from '../cluster/membership.ts';
+import { clusterLeaderMessage, ctrlAddressesMessage } from './cluster-addresses.ts';
 
 export interface FabricLog {
   info(obj: object, msg: string): void;
@@ -67,9 +70,14 @@ export interface FabricOptions {
   access: FabricAccess;
   /** How this process reaches routers other processes hold. */
   bus: FabricBus;
-  controllerId: string;
+  /**
+   * The controllers of the network: this one's id (hello header 8, `source_ctrl` of the terminators routers create
+   * through it), the network's id (the data model's timeline), every known controller's signing certificate (in each
+   * full data model) and, when clustered, what routers are told of the controllers (cluster-addresses.ts).
+   */
+  membership: Membership;
   controllerVersion: VersionInfo;
-  /** The live router rows this process writes (owned by its change-feed origin). */
+  /** The live router rows this process writes (owned by its change-feed origin, under this controller's id). */
   live: LiveRouters;
   /** This process's change-feed origin: owner of the circuit rows it writes. */
   owner: string;
@@ -142,7 +150,7 @@ function workLine() {
 }
 
 export function createFabric(options: FabricOptions) {
-  const { store, log } = options;
+  const { store, log, membership } = options;
   const live = options.live;
   const sessions = new Map<string, RouterSession>();
   /** The cleanup of each router's last connection here, while it runs: the router's next connection waits for it. */
@@ -167,7 +175,7 @@ export function createFabric(options: FabricOptions) {
   const listener = createControlListener<StoredRouter>({
     trustAnchors: readCertificateBundle(options.caBundlePem),
     findRouter: async (id) => (await storedRouters()).get(id),
-    controllerId: options.controllerId,
+    controllerId: options.membership.controllerId,
     controllerVersion: options.controllerVersion,
     log,
     admitted,
@@ -220,6 +228,12 @@ export function createFabric(options: FabricOptions) {
       channel.close('could not record the connection');
     });
     for (const contentType of Object.values(ACKNOWLEDGED)) router.channel.handle(contentType, (msg, ch) => ch.result(msg, true));
+    if (membership.clustered) {
+      // The controllers of the network, as every clustered controller tells a router that connects, and again when
+      // the router asks (it does while it waits to hear from a leader).
+      router.channel.send(ctrlAddressesMessage(membership));
+      router.channel.handle(CtrlContentType.RequestClusterMembers, (_msg, ch) => void ch.send(ctrlAddressesMessage(membership)));
+    }
     router.channel.handle(CtrlContentType.RouterLinks, (msg) => mesh.routerLinks(session.routerId, msg));
     router.channel.handle(CtrlContentType.Metrics, (msg) => mesh.metrics(session.routerId, msg));
     router.channel.handle(CtrlContentType.VerifyRouter, (msg, ch) => mesh.verifyRouter(ch, msg));
@@ -234,11 +248,14 @@ export function createFabric(options: FabricOptions) {
       const cleanup = channel.serially(async () => {
         try {
           if (session.successor) await session.successor.catch(() => undefined);
-          const connectedAgain = await live.disconnected(session.routerId, session.connectionId);
-          // Not replaced by a newer connection, here or in another process: what the router held goes with it.
-          if (current && !connectedAgain) {
+          const remaining = await live.disconnected(session.routerId, session.connectionId);
+          if (current && remaining === 'gone') {
+            // Connected to no controller: what the router held goes with it.
             await edgeRequests.routerGone(session.routerId);
             await mesh.routerGone(session.routerId);
+          } else if (current && remaining === 'elsewhere') {
+            // Still connected to other controllers, which keep what it holds; this one can no longer reach it.
+            await edgeRequests.endCircuitsWhere((c) => c.path.includes(session.routerId), `router ${session.routerId} disconnected from this controller`);
           }
         } catch (err) {
           log.warn({ routerId: session.routerId, err: (err as Error).message }, 'could not record the router disconnect');
@@ -278,7 +295,7 @@ export function createFabric(options: FabricOptions) {
   }
 
   /** Every terminator a router writes goes through the one set of rules (terminators.ts). */
-  const terminators = createTerminatorWrites({ store, controllerId: options.controllerId });
+  const terminators = createTerminatorWrites({ store, controllerId: options.membership.controllerId });
 
   const edgeRequests = createEdgeRequests({
     store,
@@ -298,13 +315,36 @@ export function createFabric(options: FabricOptions) {
 
   const signingCertDer = certificateDer(options.signingCertPem);
   const caCertDers = parsePemBundle(options.caBundlePem).map(certificateDer);
+  /** This controller's keys: what each edge router gets at once on its own channel (a synthetic change set). */
   const publicKeys = publicKeyEvents(signingCertDer, caCertDers);
+  const ownKid = keyId(signingCertDer);
+  /**
+   * The keys of a full state: every controller's of the network (a full state replaces a router's keys, and a JWT a
+   * controller signed stays good until it expires, also after that controller stopped: as upstream's, which puts in
+   * every controller record's); the same list while those keys stand.
+   */
+  let networkKeys = { of: ownKid, events: publicKeys };
+  function networkPublicKeys(): typeof publicKeys {
+    const others = options.membership.known().filter((m) => m.fingerprint !== ownKid);
+    const of = [ownKid, ...others.map((m) => m.fingerprint)].join(' ');
+    if (of === networkKeys.of) return networkKeys.events;
+    const keys = others.flatMap((m) => {
+      try {
+        return [{ der: certificateDer(m.certPem), kid: m.fingerprint }];
+      } catch {
+        log.warn({ controllerId: m.id }, 'unreadable signing certificate of a controller: its key is left out of the router data model');
+        return [];
+      }
+    });
+    networkKeys = { of, events: publicKeyEvents(signingCertDer, caCertDers, keys) };
+    return networkKeys.events;
+  }
   /** The router data model (src/fabric/data-model): one timeline per database, the change feed's seq as index. */
   const dataModel = createRouterDataModel({
     store,
     access: { catchUp: () => options.access.catchUp(), membership: () => options.access.membership() },
-    controllerKeys: publicKeys,
-    timelineId: options.controllerId,
+    controllerKeys: networkPublicKeys,
+    timelineId: options.membership.networkId,
     log,
   });
   /** Tokens of the API sessions this process told routers about, by id (a removal names the token). */
@@ -486,14 +526,15 @@ export function createFabric(options: FabricOptions) {
 
   /**
    * Closes the channels of routers deleted, disabled or re-enrolled since they connected, and of routers that
-   * connected again to another process (its row in router_connections names the newer connection).
+   * connected again to another process of this controller (the router's row for this controller names the newer
+   * connection). A router's connections to other controllers are rows of their own and replace nothing here.
    */
   async function checkStoredRouters(): Promise<void> {
     if (sessions.size === 0) return;
     // Only connections whose row was written before the rows are read: a newer one's may not be there yet.
     const recordedNow = [...sessions.values()].filter((s) => recorded.has(s));
     const stored = await storedRouters();
-    const connected = await live.current();
+    const connected = await live.here();
     for (const session of recordedNow) {
       if (session.channel.closed) continue;
       const now = stored.get(session.routerId);
@@ -513,6 +554,24 @@ export function createFabric(options: FabricOptions) {
       }
     }
   }
+  /**
+   * A clustered controller tells its routers when the live controllers change, and when leadership moves (whether it
+   * now leads); the one that took the lead also says so with UpdateClusterLeader. Only routers of this process: every
+   * process, and every controller, tells its own.
+   */
+  function tellRouters(event: 'members' | 'leader'): void {
+    const targets = [...sessions.values()].filter((s) => !s.channel.closed);
+    if (targets.length === 0) return;
+    const addresses = ctrlAddressesMessage(membership);
+    const leading = event === 'leader' && membership.isLeader() ? clusterLeaderMessage(membership) : undefined;
+    for (const target of targets) {
+      target.channel.send(addresses);
+      if (leading) target.channel.send(leading);
+    }
+    log.info({ event, routers: targets.length, controllers: membership.live().length, leader: membership.isLeader() }, 'routers told of the controllers');
+  }
+  const stopWatchingMembers = membership.clustered ? membership.onChange(tellRouters) : () => undefined;
+
   const checkTimer = everyInterval(options.checkIntervalMs ?? 1000, async () => {
     try {
       await checkStoredRouters();
@@ -531,6 +590,7 @@ export function createFabric(options: FabricOptions) {
     circuits: () => edgeRequests.circuits(),
     /** Ends every router connection (controller stop); the routers reconnect to the next start. */
     close(): void {
+      stopWatchingMembers();
       clearInterval(checkTimer);
       clearInterval(pollTimer);
       listener.close();

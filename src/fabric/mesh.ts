@@ -2,6 +2,11 @@
  * The router mesh as this process sees it: which routers are connected (to any process) and how to reach
  * them, which links join them, and what every router must hear about its peers.
  *
+ * With several controllers a router keeps a control channel to each; a controller reaches only the routers
+ * connected to it (in any of its processes: there are no messages between controllers), so paths go only through
+ * those. Peers are the routers connected to any controller: links join routers, not controllers, and a router told
+ * a peer is unhealthy by one controller while another says healthy keeps the last word (controllers-ha.md §1.5).
+ *
  * - Peers: routers learn the other connected routers and their link listeners from peer state changes
  *   (healthy when a router connects, unhealthy when it goes, removed when it is deleted). Every process
  *   compares the connected routers in the store with what it last saw and tells its own routers.
@@ -87,11 +92,11 @@ export function createMesh(options: MeshOptions) {
   let nextRequestId = 1;
   const pending = new Map<number, { resolve(m: ChannelMessage): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
 
-  /** Sends to a router wherever it is held and waits for its reply. */
+  /** Sends to a router wherever this controller holds it and waits for its reply. */
   async function requestOn(routerId: string, msg: ChannelMessage, timeoutMs: number): Promise<ChannelMessage> {
     const local = options.localChannel(routerId);
     if (local) return local.request(msg, timeoutMs);
-    const owner = (await live.current()).get(routerId)?.owner;
+    const owner = (await live.here()).get(routerId)?.owner;
     if (!owner) throw new Error(`router ${routerId} is not connected`);
     return new Promise((resolve, reject) => {
       const requestId = nextRequestId++;
@@ -109,14 +114,17 @@ export function createMesh(options: MeshOptions) {
     });
   }
 
-  /** Sends to a router wherever it is held (at once to a router held here); false when it is not connected. */
+  /**
+   * Sends to a router wherever this controller holds it (at once to a router held by this process); false when it is
+   * not connected to this controller.
+   */
   async function sendOn(routerId: string, msg: ChannelMessage): Promise<boolean> {
     const local = options.localChannel(routerId);
     if (local) {
       local.send(msg);
       return true;
     }
-    const owner = (await live.current()).get(routerId)?.owner;
+    const owner = (await live.here()).get(routerId)?.owner;
     return owner !== undefined && bus.send(owner, { kind: 'send', routerId, message: toWire(msg) });
   }
 
@@ -163,11 +171,11 @@ export function createMesh(options: MeshOptions) {
 
   const storedLinks = store.versioned(['links'], (q) => q.all<LinkRow>('SELECT id, src_router_id, dst_router_id, cost, iteration FROM links WHERE down = 0'));
 
-  /** The connected routers and the links between them, for path selection. */
+  /** The routers connected to this controller and the links between them, for path selection. */
   async function graph(): Promise<{ routers: Map<string, GraphRouter>; links: GraphLink[] }> {
     const facts = await routerFacts();
     const routers = new Map<string, GraphRouter>();
-    for (const id of (await live.current()).keys()) {
+    for (const id of (await live.here()).keys()) {
       const f = facts.get(id);
       if (f) routers.set(id, { id, cost: f.cost, noTraversal: f.noTraversal });
     }
@@ -265,7 +273,7 @@ export function createMesh(options: MeshOptions) {
     channel.result(msg, ok, ok ? '' : `router ${request.routerId} could not be verified`);
   }
 
-  /** A router went away: its links go with it. */
+  /** A router went away (from every controller): its links go with it. */
   async function routerGone(routerId: string): Promise<void> {
     const { changes: gone } = await store.write((tx) => tx.run('DELETE FROM links WHERE src_router_id = ? OR dst_router_id = ?', [routerId, routerId]));
     if (gone > 0) log.info({ routerId, links: gone }, 'links of a disconnected router removed');
@@ -296,7 +304,10 @@ export function createMesh(options: MeshOptions) {
     return message(CtrlContentType.PeerStateChangeRequest, encode('ctrl.PeerStateChanges', { changes: changes as never }));
   }
 
-  /** Tells this process's routers what changed among their peers since the last look (one look at a time). */
+  /**
+   * Tells this process's routers what changed among their peers (routers connected to any controller) since the last
+   * look (one look at a time).
+   */
   async function syncPeers(): Promise<void> {
     const connected = await live.current();
     const current = new Map([...connected.values()].map((r) => [r.routerId, r.connectionId]));

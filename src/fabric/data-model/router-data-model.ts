@@ -4,8 +4,8 @@
  * from the change feed.
  *
  * - Index: the change feed's `seq` (shared by every process). A change set's index is the seq of the last feed row
- *   it came from; the full state's `endIndex` is the model's index; the timeline is the controller instance id
- *   (one per database).
+ *   it came from; the full state's `endIndex` is the model's index; the timeline is the network id (one per
+ *   database, the same on every controller of it).
  * - Started at the first subscription: one read of the store and the access index gives the full state and what
  *   routers have (`TrackedModel`). From then on every poll (the fabric's 100 ms timer) reads the feed rows above
  *   its position, turns them into one change set (change-sets.ts), keeps it for replays (subscriptions.ts) and
@@ -61,9 +61,13 @@ export interface DataModelAccess {
 export interface RouterDataModelOptions {
   store: Store;
   access: DataModelAccess;
-  /** The controller's own public key events (signing certificate, CA bundle), synthetic. */
-  controllerKeys: readonly ModelEvent[];
-  /** A stable id of this database (the controller instance id). */
+  /**
+   * The controllers' public key events (every live controller's signing certificate, the CA bundle), synthetic:
+   * read at each full state. A kept full state read with another list than the current one is read again, so the
+   * full states sent after a controller joined carry its key. Return the same list while nothing changed.
+   */
+  controllerKeys: () => readonly ModelEvent[];
+  /** A stable id of this database, the same on every controller of it (the network id). */
   timelineId: string;
   log: DataModelLog;
   now?: () => number;
@@ -88,6 +92,8 @@ export type RouterSend = (msg: ChannelMessage) => void;
 /** An encoded full state and what changed since it was read. */
 interface KeptFullState {
   index: bigint;
+  /** The controller keys it was read with. */
+  keys: readonly ModelEvent[];
   body: Buffer;
   events: number;
   /** The change sets after `index`, in order, up to the current index. */
@@ -150,7 +156,8 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
   async function readModel() {
     await access.catchUp();
     const membership = await access.membership();
-    return store.snapshot((q) => readFullModel(q, membership, options.controllerKeys));
+    const keys = options.controllerKeys();
+    return { keys, ...(await store.snapshot((q) => readFullModel(q, membership, keys))) };
   }
 
   /** Reads everything at the feed's head: the model starts, or starts again, there. */
@@ -164,7 +171,7 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
       builder: createChangeSetBuilder({ store, membership: () => access.membership(), tracked: full.tracked }),
       buffer: createChangeSetBuffer(index, options.buffer),
       position: at,
-      full: { index, body, events: full.events.length, since: [], sinceBytes: 0 },
+      full: { index, keys: full.keys, body, events: full.events.length, since: [], sinceBytes: 0 },
     };
   }
 
@@ -230,12 +237,12 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
 
   /** The kept full state, or one read now at the current index (after `advance`). */
   async function fullState(s: ModelState): Promise<KeptFullState> {
-    if (s.full) return s.full;
+    if (s.full && s.full.keys === options.controllerKeys()) return s.full;
     const full = await readModel();
     const index = s.buffer.current;
     const body = encode('edge.DataState', { events: full.events, endIndex: index, timelineId });
     log.info({ index: String(index), events: full.events.length, bytes: body.length }, 'router data model: full state read again');
-    s.full = { index, body, events: full.events.length, since: [], sinceBytes: 0 };
+    s.full = { index, keys: full.keys, body, events: full.events.length, since: [], sinceBytes: 0 };
     return s.full;
   }
 

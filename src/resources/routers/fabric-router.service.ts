@@ -1,8 +1,8 @@
 /**
  * Routers as the fabric API reads them: the stored record with the live state of its control channel, as the
- * process holding it recorded it (`router_connections`): `connected`, the version the router announced in its
- * hello and the link listeners it offered. A router nobody holds shows `connected: false`, no version and null
- * listeners.
+ * process holding it recorded it (`router_connections`; of a router connected to several controllers, its channel
+ * to this one, else another's): `connected` (to any controller), the version the router announced in its hello and
+ * the link listeners it offered. A router nobody holds shows `connected: false`, no version and null listeners.
  */
 import type { LiveRouter } from '../../fabric/live-routers.ts';
 import type { Store } from '../../store/store.ts';

@@ -23,7 +23,8 @@ export interface EdgeRouterCatalogState {
 /** `describe` turns a stored row into the properties the client API shows for every edge router. */
 export function createEdgeRouterCatalog(store: Store, describe: (row: Readonly<Record<string, unknown>>) => Record<string, unknown>) {
   async function build(q: Sql): Promise<EdgeRouterCatalogState> {
-    // A connected router shows what it reported on its control channel (src/fabric/live-routers.ts).
+    // A connected router shows what it reported on its control channel (src/fabric/live-routers.ts): on one of them
+    // when it is connected to several controllers (the first by controller id), so it is listed once.
     const rows = await q.all(
       `SELECT r.*, CASE WHEN c.router_id IS NULL THEN 0 ELSE 1 END AS is_online,
          CASE WHEN c.router_id IS NULL THEN r.hostname ELSE c.hostname END AS hostname,
@@ -31,6 +32,7 @@ export function createEdgeRouterCatalog(store: Store, describe: (row: Readonly<R
          CASE WHEN c.router_id IS NULL THEN r.version_info ELSE c.version_info END AS version_info,
          c.sync_status
        FROM routers r LEFT JOIN router_connections c ON c.router_id = r.id
+         AND c.controller_id = (SELECT MIN(f.controller_id) FROM router_connections f WHERE f.router_id = r.id)
        WHERE r.is_edge = 1 ORDER BY r.name, r.id`,
     );
     const byName = rows.map((row) => ({ id: row.id as string, isVerified: row.is_verified === 1, row, props: Object.freeze(describe(row)) }));

@@ -88,11 +88,13 @@ export function policy(store: Store, name: string, type: 'Dial' | 'Bind', identi
   return store.policies.create({ name, type, semantic: 'AnyOf', identityRoles, serviceRoles, postureCheckRoles });
 }
 
+const NO_KEYS: never[] = [];
+
 export function dataModel(store: Store, options: Partial<RouterDataModelOptions> = {}) {
   return createRouterDataModel({
     store: store.store,
     access: { catchUp: () => store.access.catchUp() || undefined, membership: () => store.access.index },
-    controllerKeys: [],
+    controllerKeys: () => NO_KEYS,
     timelineId: 'timeline-1',
     log: silentLog,
     ...options,
