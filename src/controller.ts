@@ -221,7 +221,6 @@ export async function startController(config: Config, options: StartOptions = {}
     // Where routers and SDKs reach the control channel, named in enrollment JWTs: it shares the API port (routers
     // ask for it by ALPN).
     const ctrlAddress = `tls:${new URL(base).host}`;
-    const ctrlEndpoints = [ctrlAddress];
     const controllers = createControllerService(store);
     if (session) {
       const holder = await session.liveWithAddress(ctrlAddress);
@@ -403,7 +402,7 @@ export async function startController(config: Config, options: StartOptions = {}
       signingCertPem: pki.serverCertPem,
       seal,
       apiSessions,
-      signer: Object.assign({ membership }, pki),
+      signer: pki,
       access: fabricAccess(access, createPostureEvaluator({ store, access, clock })),
       membership,
       controllerVersion: controllerVersionInfo(startedAt),

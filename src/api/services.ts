@@ -77,7 +77,7 @@ export interface Services {
   /** The controller's PKI: signs enrollment and session JWTs with the TLS server key. */
   pki: ControllerPki;
   /** The network's controllers (their keys are listed by `/enroll/jwks`); absent: this controller alone. */
-  membership?: Pick<Membership, 'live'>;
+  membership?: Pick<Membership, 'known'>;
   edgeRouters: EdgeRouterService;
   /** Every router, transit and edge, as `/routers` and `/transit-routers` show them. */
   routers: RouterService;

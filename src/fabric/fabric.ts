@@ -299,7 +299,7 @@ export function createFabric(options: FabricOptions) {
 
   const edgeRequests = createEdgeRequests({
     store,
-    access: createServiceAccessCheck({ store, signer: options.signer, access: options.access }),
+    access: createServiceAccessCheck({ store, signer: options.signer, access: options.access, membership: options.membership }),
     terminators,
     owner: options.owner,
     mesh,

@@ -54,15 +54,12 @@ export interface GrantedAccess {
   terminatorStrategy: string;
 }
 
-/** This controller's signing key; it may carry the network's membership (see `ServiceAccessDeps.membership`). */
-export type ServiceAccessSigner = JwtSigningKey & { membership?: Pick<Membership, 'known'> };
-
 export interface ServiceAccessDeps {
   store: Store;
-  signer: ServiceAccessSigner;
+  signer: JwtSigningKey;
   /**
-   * The network's controllers: access tokens and session JWTs any live one signed are accepted. Absent, the
-   * signer's `membership` is used, and without either only this controller's own tokens are.
+   * The network's controllers: access tokens and session JWTs any of them signed are accepted. Absent, only this
+   * controller's own tokens are.
    */
   membership?: Pick<Membership, 'known'>;
   access: FabricAccess;
@@ -71,7 +68,7 @@ export interface ServiceAccessDeps {
 
 export function createServiceAccessCheck(deps: ServiceAccessDeps) {
   const now = deps.now ?? (() => new Date());
-  const membership = deps.membership ?? deps.signer.membership;
+  const membership = deps.membership;
   const keyring = createJwtKeyring(deps.signer, () => membership?.known() ?? []);
   const { store } = deps;
   // The rows a request names, kept while their tables are unchanged: on PostgreSQL a circuit request then reads
