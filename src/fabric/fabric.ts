@@ -28,6 +28,7 @@ import type { ChannelMessage } from './channel/message.ts';
 import { EdgeContentType } from './proto/edge-ctrl.ts';
 import { createEdgeRequests } from './edge-requests.ts';
 import { createRouterDataModel } from './data-model/router-data-model.ts';
+import { createChangeSetLog } from './data-model/change-set-log.ts';
 import { createTunnelTerminators } from './tunnel-terminators.ts';
 import { createTerminatorWrites } from './terminators.ts';
 import { createMesh, decodeListeners } from './mesh.ts';
@@ -345,6 +346,8 @@ export function createFabric(options: FabricOptions) {
     access: { catchUp: () => options.access.catchUp(), membership: () => options.access.membership() },
     controllerKeys: networkPublicKeys,
     timelineId: options.membership.networkId,
+    // Controllers sharing the store send the sets their leader built (data-model/change-set-log.ts).
+    shared: options.membership.clustered ? createChangeSetLog(store, () => options.membership.isLeader()) : undefined,
     log,
   });
   /** Tokens of the API sessions this process told routers about, by id (a removal names the token). */

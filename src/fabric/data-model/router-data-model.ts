@@ -34,6 +34,7 @@ import { message, stringValue, uint64Value, type ChannelMessage } from '../chann
 import { encode } from '../proto/index.ts';
 import { EdgeContentType, EdgeHeader } from '../proto/edge-ctrl.ts';
 import { createChangeSetBuilder, MODEL_FEED_KINDS, type ChangeSetBuilder, type FeedRow } from './change-sets.ts';
+import type { ChangeSetLog, LoggedChangeSet } from './change-set-log.ts';
 import { readFullModel, type ModelEvent, type PolicyMembership } from './full-state.ts';
 import {
   createChangeSetBuffer,
@@ -69,6 +70,11 @@ export interface RouterDataModelOptions {
   controllerKeys: () => readonly ModelEvent[];
   /** A stable id of this database, the same on every controller of it (the network id). */
   timelineId: string;
+  /**
+   * Controllers sharing one store: the change sets the leader builds and the others read (change-set-log.ts). Without
+   * it, this process builds its own sets from the feed.
+   */
+  shared?: ChangeSetLog;
   log: DataModelLog;
   now?: () => number;
   buffer?: ChangeSetBufferOptions;
@@ -81,6 +87,10 @@ export interface RouterDataModelOptions {
   /** ... and more than this many bytes. */
   replayMinBytes?: number;
 }
+
+/** Rows of the shared change-set log are kept this long (as the change feed's), trimmed by the leader this often. */
+const LOG_RETENTION_MS = 10 * 60_000;
+const LOG_TRIM_INTERVAL_MS = 60_000;
 
 /** Defaults of `replayShare` and `replayMinBytes`. */
 export const REPLAY_SHARE = 1 / 8;
@@ -102,9 +112,10 @@ interface KeptFullState {
 }
 
 interface ModelState {
-  builder: ChangeSetBuilder;
+  /** Builds the sets from the feed; undefined where they are read from the shared log (a controller that does not lead). */
+  builder?: ChangeSetBuilder;
   buffer: ChangeSetBuffer;
-  /** Highest feed seq read. */
+  /** Highest feed seq read (building), or the index of the newest log row read (reading the shared log). */
   position: number;
   /** The store's commit mark when the feed was last read: while it stands, nobody committed and nothing is read. */
   readAt?: unknown;
@@ -126,6 +137,7 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
   let state: ModelState | undefined;
   let lastIndexTick = now();
   let idleSince = now();
+  let lastTrim = now();
 
   /** The operation running now (or settled); never rejects. */
   let tail: Promise<void> = Promise.resolve();
@@ -162,21 +174,96 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
 
   /** Reads everything at the feed's head: the model starts, or starts again, there. */
   async function load(): Promise<ModelState> {
-    const at = Math.max(await head(), await trimmedThrough());
+    const shared = options.shared;
+    if (shared && !shared.leads()) return follow(shared);
+    for (let attempt = 0; ; attempt++) {
+      // A leader of controllers sharing the store continues the shared chain, or restarts it at its own start.
+      const logHead = shared ? await shared.head() : undefined;
+      const at = Math.max(await head(), await trimmedThrough(), Number(logHead ?? 0));
+      const full = await readModel();
+      const index = BigInt(at);
+      let buffer = createChangeSetBuffer(index, options.buffer);
+      // An empty log gets its first row now, so the controllers reading it start the chain where this one does.
+      if (shared && logHead === undefined && !(await shared.restart(index, 0n))) continue;
+      if (shared && logHead !== undefined) {
+        if (logHead === index) buffer = await replayable(shared, index);
+        else if (!(await shared.restart(index, logHead))) {
+          // Another process appended meanwhile (an old leader finishing a set): read its place again.
+          if (attempt < 5) continue;
+          throw new Error('the shared change-set log keeps moving under this leader');
+        }
+      }
+      const body = encode('edge.DataState', { events: full.events, endIndex: index, timelineId });
+      log.info({ index: String(index), events: full.events.length, bytes: body.length, shared: shared !== undefined }, 'router data model loaded');
+      return {
+        builder: createChangeSetBuilder({ store, membership: () => access.membership(), tracked: full.tracked }),
+        buffer,
+        position: at,
+        full: { index, keys: full.keys, body, events: full.events.length, since: [], sinceBytes: 0 },
+      };
+    }
+  }
+
+  /** A buffer ending at `index` holding the newest sets of the shared chain that end there (for replays). */
+  async function replayable(shared: ChangeSetLog, index: bigint): Promise<ChangeSetBuffer> {
+    const recent = (await shared.recent(options.buffer?.maxSets ?? 1000)).filter((r) => r.changes && r.index <= index);
+    if (recent.length === 0 || recent[recent.length - 1]!.index !== index) return createChangeSetBuffer(index, options.buffer);
+    const buffer = createChangeSetBuffer(recent[0]!.previousIndex, options.buffer);
+    for (const row of recent) buffer.add(buffered(row));
+    return buffer;
+  }
+
+  function buffered(row: LoggedChangeSet): BufferedChangeSet {
+    return { index: row.index, firstSeq: row.firstSeq, changes: row.changes!, at: Number.isNaN(row.at) ? now() : row.at };
+  }
+
+  /** A controller that does not lead: its sets are the leader's, read from the log; the full state is its own read. */
+  async function follow(shared: ChangeSetLog): Promise<ModelState> {
+    const logHead = (await shared.head()) ?? BigInt(Math.max(await head(), await trimmedThrough()));
+    const buffer = await replayable(shared, logHead);
     const full = await readModel();
-    const index = BigInt(at);
-    const body = encode('edge.DataState', { events: full.events, endIndex: index, timelineId });
-    log.info({ index: String(index), events: full.events.length, bytes: body.length }, 'router data model loaded');
-    return {
-      builder: createChangeSetBuilder({ store, membership: () => access.membership(), tracked: full.tracked }),
-      buffer: createChangeSetBuffer(index, options.buffer),
-      position: at,
-      full: { index, keys: full.keys, body, events: full.events.length, since: [], sinceBytes: 0 },
-    };
+    const body = encode('edge.DataState', { events: full.events, endIndex: logHead, timelineId });
+    log.info({ index: String(logHead), events: full.events.length, bytes: body.length, replayable: buffer.size() }, 'router data model loaded from the shared log');
+    return { buffer, position: Number(logHead), full: { index: logHead, keys: full.keys, body, events: full.events.length, since: [], sinceBytes: 0 } };
+  }
+
+  /** Reading the shared log: its new rows become this process's change sets. */
+  async function advanceShared(s: ModelState, shared: ChangeSetLog): Promise<'same' | 'moved' | 'restarted'> {
+    if (shared.leads()) {
+      log.info({}, 'this process leads the network now: router data model built here from now on');
+      state = await load();
+      return 'restarted';
+    }
+    const mark = store.commitMark?.();
+    if (mark !== undefined && s.readAt === mark) return 'same';
+    const rows = await shared.after(BigInt(s.position));
+    s.readAt = mark;
+    let moved = false;
+    for (const row of rows) {
+      if (!row.changes || row.previousIndex !== s.buffer.current) {
+        log.info({ index: String(row.index), previous: String(row.previousIndex), at: String(s.buffer.current) }, 'the shared change-set log restarted: router data model loaded again');
+        state = await load();
+        return 'restarted';
+      }
+      const set = buffered(row);
+      s.buffer.add(set);
+      keepWithFullState(s, set);
+      s.position = Number(row.index);
+      moved = true;
+    }
+    return moved ? 'moved' : 'same';
   }
 
   /** Applies the feed rows above the position. Returns whether the model moved or restarted. */
   async function advance(s: ModelState): Promise<'same' | 'moved' | 'restarted'> {
+    const shared = options.shared;
+    if (shared && !s.builder) return advanceShared(s, shared);
+    if (shared && !shared.leads()) {
+      log.info({}, 'this process no longer leads the network: router data model read from the shared log');
+      state = await load();
+      return 'restarted';
+    }
+    const builder = s.builder!;
     const mark = store.commitMark?.();
     if (mark !== undefined && s.readAt === mark) return 'same';
     const top = await head();
@@ -202,7 +289,7 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
     }
     // The access index up to the rows (at least), then the entities they name in one snapshot.
     await access.catchUp();
-    const result = await store.snapshot((q) => s.builder.apply(rows, q));
+    const result = await store.snapshot((q) => builder.apply(rows, q));
     s.position = top;
     s.readAt = mark;
     if (result.kind === 'none') return 'same';
@@ -217,6 +304,11 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
       changes: encode('edge.DataState.ChangeSet', { changes: result.changes }),
       at: now(),
     };
+    if (shared && !(await shared.append({ index: set.index, previousIndex: s.buffer.current, firstSeq: set.firstSeq, changes: set.changes }))) {
+      log.warn({ index: String(set.index) }, 'another process appended to the shared change-set log: router data model loaded again');
+      state = await load();
+      return 'restarted';
+    }
     s.buffer.add(set);
     keepWithFullState(s, set);
     log.debug({ index: String(set.index), events: result.changes.length }, 'router data model changed');
@@ -305,8 +397,15 @@ export function createRouterDataModel(options: RouterDataModelOptions) {
     return serially(async () => {
       const t = now();
       if (subscriptions.size > 0) idleSince = t;
+      // The leader of controllers sharing the store builds the sets for all of them, subscribed routers or not.
+      const building = options.shared?.leads() === true;
+      if (!state && building) state = await load();
       if (!state) return;
-      if (subscriptions.size === 0 && t - idleSince >= idleReleaseMs) {
+      if (building && t - lastTrim >= LOG_TRIM_INTERVAL_MS) {
+        lastTrim = t;
+        await options.shared!.trim(new Date(t - LOG_RETENTION_MS).toISOString());
+      }
+      if (!building && subscriptions.size === 0 && t - idleSince >= idleReleaseMs) {
         state = undefined;
         log.info({}, 'router data model released (no subscription)');
         return;
