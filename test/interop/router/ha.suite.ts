@@ -246,13 +246,33 @@ describe('three controllers on one PostgreSQL, upstream routers and SDKs, SIGKIL
   /** Kills `victim` with SIGKILL under load and measures what the issue asks; restarts it at the end. */
   async function killAndMeasure(victim: Ctl, label: string): Promise<void> {
     const survivors = ctls.filter((c) => c !== victim);
-    // A connection open before the kill, and a write acknowledged before it.
+    // A connection open before the kill, and a write acknowledged before it; the host's terminators.
     assert.equal(await dialer.ask('open', 30_000), 'opened');
+    const terminatorsOf = async (on: Ctl) =>
+      ((await rest(on, 'GET', `/terminators?filter=${encodeURIComponent(`service.name = "${service}"`)}`)).body.data as Array<{ id: string }>).map((t) => t.id).sort();
+    const hostTerminators = await terminatorsOf(survivors[0]!);
+    assert.ok(hostTerminators.length > 0);
     const before = await rest(survivors[0]!, 'POST', '/services', { name: `ha-before-${label}`, encryptionRequired: true });
     assert.equal(before.status, 201);
+    // Writes on the victim until it dies: every one it acknowledged must be there afterwards.
+    const acknowledged: string[] = [];
+    let writing = true;
+    const writer = (async () => {
+      for (let i = 0; writing; i++) {
+        try {
+          const res = await rest(victim, 'POST', '/services', { name: `ha-acked-${label}-${i}`, encryptionRequired: true }, 2000);
+          if (res.status === 201) acknowledged.push(res.body.data.id);
+        } catch {
+          return;
+        }
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 500));
     // Writes on each survivor, every 50 ms, until one succeeds after the kill.
     const killedAt = Date.now();
     await victim.proc!.kill9();
+    writing = false;
+    await writer;
     const firstWrite = Promise.all(
       survivors.map(async (c) => {
         for (let i = 0; ; i++) {
@@ -280,8 +300,11 @@ describe('three controllers on one PostgreSQL, upstream routers and SDKs, SIGKIL
     assert.equal(await dialer.ask('exchange 3', 30_000, /^(ok|error)/), 'ok 3', 'the connection open before the kill still carries data');
     assert.equal(await dialer.ask('close', 10_000), 'closed');
     assert.ok(await tunnelPage(), 'the tunnelers still carry the page');
-    // The write acknowledged before the kill is there, on every survivor.
+    // The writes acknowledged before the kill are there, on every survivor.
     for (const c of survivors) assert.equal((await rest(c, 'GET', `/services/${before.body.data.id}`)).status, 200);
+    assert.ok(acknowledged.length > 0, 'the victim acknowledged writes before it died');
+    for (const c of survivors) assert.deepEqual(await terminatorsOf(c), hostTerminators, "the host's terminators survive the controller's death");
+    for (const id of acknowledged) assert.equal((await rest(survivors[0]!, 'GET', `/services/${id}`)).status, 200, `acknowledged write ${id} is there`);
     // The survivors stop listing the dead controller.
     const goneMs = await (async () => {
       for (;;) {
@@ -290,7 +313,7 @@ describe('three controllers on one PostgreSQL, upstream routers and SDKs, SIGKIL
         await new Promise((r) => setTimeout(r, 50));
       }
     })();
-    figure(`${label}: first new dial ${dialMs} ms after SIGKILL; first REST write ${writeMs.join(' / ')} ms on ${survivors.map((c) => c.name).join(' / ')}; dropped from /controllers after ${goneMs} ms`);
+    figure(`${label}: first new dial ${dialMs} ms after SIGKILL; first REST write ${writeMs.join(' / ')} ms on ${survivors.map((c) => c.name).join(' / ')}; dropped from /controllers after ${goneMs} ms; ${acknowledged.length} writes it acknowledged, none lost`);
     assert.ok(Math.max(...writeMs) <= 5000, 'writes worked on every survivor within 5 s');
 
     // A write made while it is down, then the restart: its first answer has it, and the routers come back to it.
