@@ -27,6 +27,22 @@ export interface TestPostgres {
   startServer(): Promise<void>;
   /** Stops the server (if running) and removes the cluster. */
   stop(): Promise<void>;
+  /** The server's port. */
+  readonly port: number;
+  /** Stops the server as a crash does (`pg_ctl stop -m immediate`: no shutdown checkpoint, clients cut). */
+  crash(): Promise<void>;
+  /**
+   * A streaming replica of this server (pg_basebackup -R), started on a port of its own; `promote` makes it a
+   * primary. Stop it with its own `stop`.
+   */
+  replica(): Promise<TestReplica>;
+}
+
+export interface TestReplica {
+  port: number;
+  url: string;
+  promote(): Promise<void>;
+  stop(): Promise<void>;
 }
 
 function serverBinaries(): string {
@@ -49,12 +65,16 @@ function serverBinaries(): string {
 export async function startTestPostgres(opts: { durable?: boolean } = {}): Promise<TestPostgres> {
   const bin = serverBinaries();
   const asRoot = process.getuid?.() === 0;
-  const dir = mkdtempSync(join(tmpdir(), 'portcullis-pg-'));
-  if (asRoot) {
-    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
-    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
-    chownSync(dir, uid, gid);
-  }
+  const serverDir = () => {
+    const made = mkdtempSync(join(tmpdir(), 'portcullis-pg-'));
+    if (asRoot) {
+      const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+      const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+      chownSync(made, uid, gid);
+    }
+    return made;
+  };
+  const dir = serverDir();
   const run = (program: string, args: string[]) => {
     const [command, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', join(bin, program), ...args]] : [join(bin, program), args];
     const result = spawnSync(command, argv, { encoding: 'utf8' });
@@ -85,6 +105,31 @@ export async function startTestPostgres(opts: { durable?: boolean } = {}): Promi
   await admin.end();
   return {
     url: `postgres://portcullis@127.0.0.1:${port}/portcullis_test`,
+    port,
+    async crash() {
+      await runAsync('pg_ctl', ['-D', data, '-m', 'immediate', '-w', '-t', '60', 'stop']);
+      running = false;
+    },
+    async replica() {
+      const replicaDir = serverDir();
+      const replicaData = join(replicaDir, 'data');
+      await runAsync('pg_basebackup', ['-h', '127.0.0.1', '-p', String(port), '-U', 'portcullis', '-D', replicaData, '-R', '-X', 'stream', '--no-sync']);
+      const replicaPort = await freePort();
+      const replicaOptions = `-p ${replicaPort} -k ${replicaDir} -c listen_addresses=127.0.0.1${relaxed} -c max_connections=400 -c shared_buffers=64MB`;
+      await runAsync('pg_ctl', ['-D', replicaData, '-l', join(replicaDir, 'server.log'), '-o', replicaOptions, '-w', '-t', '60', 'start']);
+      return {
+        port: replicaPort,
+        url: `postgres://portcullis@127.0.0.1:${replicaPort}/portcullis_test`,
+        promote: () => runAsync('pg_ctl', ['-D', replicaData, '-w', '-t', '60', 'promote']),
+        async stop() {
+          try {
+            if (existsSync(join(replicaData, 'postmaster.pid'))) run('pg_ctl', ['-D', replicaData, '-m', 'immediate', '-w', 'stop']);
+          } finally {
+            rmSync(replicaDir, { recursive: true, force: true });
+          }
+        },
+      };
+    },
     serverPid() {
       try {
         return Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]) || undefined;
