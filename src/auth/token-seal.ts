@@ -5,12 +5,11 @@
  * data, so a sealed token copied to another row does not open) under a key kept in the PKI directory (0600),
  * apart from the database. A database copy without the key reveals no token.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { ensurePkiDirectory, readPkiFile, writePkiFiles } from '../pki/pki-files.ts';
+import { openAesGcm, sealAesGcm } from '../pki/aead.ts';
 
 const KEY_BYTES = 32;
-const NONCE_BYTES = 12;
-const TAG_BYTES = 16;
 
 export interface TokenSeal {
   seal(token: string, sessionId: string): string;
@@ -21,25 +20,8 @@ export interface TokenSeal {
 export function tokenSeal(key: Buffer): TokenSeal {
   if (key.length !== KEY_BYTES) throw new Error('the session seal key must be 32 bytes');
   return {
-    seal(token, sessionId) {
-      const nonce = randomBytes(NONCE_BYTES);
-      const cipher = createCipheriv('aes-256-gcm', key, nonce);
-      cipher.setAAD(Buffer.from(sessionId, 'utf8'));
-      const body = Buffer.concat([cipher.update(token, 'utf8'), cipher.final()]);
-      return Buffer.concat([nonce, body, cipher.getAuthTag()]).toString('base64url');
-    },
-    open(sealed, sessionId) {
-      const bytes = Buffer.from(sealed, 'base64url');
-      if (bytes.length < NONCE_BYTES + TAG_BYTES) return undefined;
-      try {
-        const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, NONCE_BYTES));
-        decipher.setAAD(Buffer.from(sessionId, 'utf8'));
-        decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
-        return Buffer.concat([decipher.update(bytes.subarray(NONCE_BYTES, bytes.length - TAG_BYTES)), decipher.final()]).toString('utf8');
-      } catch {
-        return undefined;
-      }
-    },
+    seal: (token, sessionId) => sealAesGcm(key, token, Buffer.from(sessionId, 'utf8')).toString('base64url'),
+    open: (sealed, sessionId) => openAesGcm(key, Buffer.from(sealed, 'base64url'), Buffer.from(sessionId, 'utf8')),
   };
 }
 

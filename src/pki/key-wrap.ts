@@ -4,10 +4,9 @@
  * with HKDF-SHA256 (salt: the network id), a random 96-bit nonce per key, and `name|networkId` as additional data,
  * so a wrapped key copied to another name or another network does not open. Pure: no files, no SQL.
  */
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { hkdfSync } from 'node:crypto';
+import { openAesGcm, sealAesGcm } from './aead.ts';
 
-const NONCE_BYTES = 12;
-const TAG_BYTES = 16;
 const INFO = 'portcullis-key-wrap-v1';
 /** The shortest secret accepted: 32 characters (a base64 of 24 random bytes, or more). */
 export const MIN_SECRET_LENGTH = 32;
@@ -23,24 +22,7 @@ export function keyWrap(secret: string, networkId: string): KeyWrap {
   const kek = Buffer.from(hkdfSync('sha256', Buffer.from(secret, 'utf8'), Buffer.from(networkId, 'utf8'), INFO, 32));
   const aad = (name: string) => Buffer.from(`${name}|${networkId}`, 'utf8');
   return {
-    wrap(name, plaintext) {
-      const nonce = randomBytes(NONCE_BYTES);
-      const cipher = createCipheriv('aes-256-gcm', kek, nonce);
-      cipher.setAAD(aad(name));
-      const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-      return Buffer.concat([nonce, body, cipher.getAuthTag()]).toString('base64');
-    },
-    unwrap(name, wrapped) {
-      const bytes = Buffer.from(wrapped, 'base64');
-      if (bytes.length < NONCE_BYTES + TAG_BYTES) return undefined;
-      try {
-        const decipher = createDecipheriv('aes-256-gcm', kek, bytes.subarray(0, NONCE_BYTES));
-        decipher.setAAD(aad(name));
-        decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
-        return Buffer.concat([decipher.update(bytes.subarray(NONCE_BYTES, bytes.length - TAG_BYTES)), decipher.final()]).toString('utf8');
-      } catch {
-        return undefined;
-      }
-    },
+    wrap: (name, plaintext) => sealAesGcm(kek, plaintext, aad(name)).toString('base64'),
+    unwrap: (name, wrapped) => openAesGcm(kek, Buffer.from(wrapped, 'base64'), aad(name)),
   };
 }

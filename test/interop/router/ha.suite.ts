@@ -22,13 +22,12 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  createEdgeRouter, enrollRouter, freePort, jwtPayload, startProcess, startRouter, waitFor, writeRouterConfig, ziti, zitiCli,
-  type EdgeRest, type PeerProcess, type RouterHandle, type RouterProcess,
+  createEdgeRouter, enrollRouter, freePort, jwtPayload, requestJson, startProcess, startRouter, waitFor, writeRouterConfig, ziti, zitiCli,
+  type EdgeRest, type PeerProcess, type RestResponse, type RouterHandle, type RouterProcess,
 } from './harness.ts';
 import { closeServer, enrolledIdentity, fetchPage, ownDatabase, routerSuite, waitListening, waitOnlineSynced, type Identity } from './kit.ts';
 
@@ -65,40 +64,11 @@ async function startCtl(c: Ctl): Promise<void> {
   c.id = (await rest(c, 'GET', '/version')).headers['ziti-instance-id'] as string;
 }
 
-interface Answer {
-  status: number;
-  body: any;
-  headers: Record<string, string | string[] | undefined>;
-}
-
 let token = '';
 /** A request to one controller's management API with the admin's zt-session (made on A, valid on all). */
-function rest(c: Ctl, method: string, path: string, body?: unknown, timeoutMs = 5000): Promise<Answer> {
-  return new Promise((resolvePromise, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const base = path === '/version' ? '' : '/edge/management/v1';
-    const req = httpsRequest(`https://127.0.0.1:${c.port}${base}${path}`, {
-      method,
-      ca: caPem,
-      headers: { accept: 'application/json', ...(token ? { 'zt-session': token } : {}), ...(payload ? { 'content-type': 'application/json' } : {}) },
-    }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => {
-        let parsed: unknown = text;
-        try {
-          parsed = text ? JSON.parse(text) : undefined;
-        } catch {
-          // keep the text
-        }
-        resolvePromise({ status: res.statusCode ?? 0, body: parsed, headers: res.headers });
-      });
-    });
-    req.on('error', reject);
-    req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer within ${timeoutMs} ms`)));
-    req.end(payload);
-  });
+function rest(c: Ctl, method: string, path: string, body?: unknown, timeoutMs = 5000): Promise<RestResponse> {
+  const base = path === '/version' ? '' : '/edge/management/v1';
+  return requestJson(`https://127.0.0.1:${c.port}${base}${path}`, method, caPem, token, body, timeoutMs);
 }
 
 async function sql<T = any>(text: string, params: unknown[] = []): Promise<T[]> {

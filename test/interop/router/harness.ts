@@ -206,6 +206,42 @@ export function loginCli(): void {
 export interface RestResponse {
   status: number;
   body: any;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+/**
+ * One JSON request over HTTPS trusting `ca`, with a zt-session when `token` is set: the answer's status, parsed body
+ * (the text when it is not JSON) and headers.
+ */
+export function requestJson(url: string, method: string, ca: string, token: string, body?: unknown, timeoutMs = 15_000): Promise<RestResponse> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = request(url, {
+      method,
+      ca,
+      headers: {
+        accept: 'application/json',
+        ...(token ? { 'zt-session': token } : {}),
+        ...(payload ? { 'content-type': 'application/json' } : {}),
+      },
+    }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => {
+        let parsed: unknown = text;
+        try {
+          parsed = text ? JSON.parse(text) : undefined;
+        } catch {
+          // not JSON: keep the text
+        }
+        resolve({ status: res.statusCode ?? 0, body: parsed, headers: res.headers });
+      });
+    });
+    req.on('error', reject);
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${url}: no answer within ${timeoutMs} ms`)));
+    req.end(payload);
+  });
 }
 
 /**
@@ -228,35 +264,8 @@ export class EdgeRest {
 
   request(method: string, path: string, body?: unknown): Promise<RestResponse> {
     const c = controller();
-    return new Promise((resolve, reject) => {
-      const payload = body === undefined ? undefined : JSON.stringify(body);
-      const base = this.api === 'fabric' ? '/fabric/v1' : `/edge/${this.api}/v1`;
-      const req = request(`${c.url}${base}${path}`, {
-        method,
-        ca: c.ca,
-        headers: {
-          accept: 'application/json',
-          ...(this.token ? { 'zt-session': this.token } : {}),
-          ...(payload ? { 'content-type': 'application/json' } : {}),
-        },
-      }, (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => {
-          let parsed: unknown = text;
-          try {
-            parsed = text ? JSON.parse(text) : undefined;
-          } catch {
-            // not JSON: keep the text
-          }
-          resolve({ status: res.statusCode ?? 0, body: parsed });
-        });
-      });
-      req.on('error', reject);
-      req.setTimeout(15_000, () => req.destroy(new Error(`${method} ${path}: no answer within 15 s`)));
-      req.end(payload);
-    });
+    const base = this.api === 'fabric' ? '/fabric/v1' : `/edge/${this.api}/v1`;
+    return requestJson(`${c.url}${base}${path}`, method, c.ca, this.token, body);
   }
 
   get(path: string): Promise<RestResponse> {
