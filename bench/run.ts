@@ -5,6 +5,7 @@
  *        npm run bench -- --suite fabric-scale --size medium|large|medium,large [--routers N --repeats R --duration D --in-flight C --workers W]
  *        npm run bench -- --suite upstream --size medium|large [--duration D --connections C --rounds R --sessions N]
  *        npm run bench -- --suite oidc [--duration D --concurrency C --rounds R --key-type ec|rsa]
+ *        npm run bench -- --suite ha [--duration D --rate R --tries T --repeats N --sides portcullis,upstream]
  *        npm run bench -- --suite soak [--minutes M --interval S --percent P --size SIZE --duration D --connections C --workers W]
  *        npm run bench -- --scenario S1|...|S13|all --size small|medium|large [--duration S --connections C
  *                         --open-fraction F --max-rate R --target-rate T --workers W --sessions N --data-dir DIR]
@@ -19,6 +20,7 @@ import { runFabricScaleSuite } from './fabric-scale.ts';
 import { runSoakSuite } from './soak.ts';
 import { runVsUpstream } from './vs-upstream.ts';
 import { runOidcBench } from './oidc.ts';
+import { runHaBench } from './ha.ts';
 import type { SizeName } from './datasets/sized.ts';
 import { killChildren, killChildrenOnExit } from './lib.ts';
 import { SCENARIOS, runScenario } from './scenarios/index.ts';
@@ -39,7 +41,7 @@ function str(name: string): string | undefined {
 const scenario = str('--scenario');
 const suiteIndex = args.indexOf('--suite');
 const suite = suiteIndex >= 0 ? args[suiteIndex + 1] : 'all';
-if (!['identities', 'access', 'enrollment', 'fabric', 'stores', 'fabric-scale', 'upstream', 'oidc', 'soak', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access, enrollment, fabric, stores, fabric-scale, upstream, oidc, soak or all');
+if (!['identities', 'access', 'enrollment', 'fabric', 'stores', 'fabric-scale', 'upstream', 'oidc', 'ha', 'soak', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access, enrollment, fabric, stores, fabric-scale, upstream, oidc, ha, soak or all');
 // fabric-scale: 5 s per circuit run by default (it measures twice per size, on datasets that take a while to load).
 const duration = opt('--duration', scenario || suite === 'fabric-scale' || suite === 'upstream' || suite === 'oidc' ? 5 : 10);
 const connections = opt('--connections', 16);
@@ -113,6 +115,12 @@ try {
     const keyType = str('--key-type') ?? 'ec';
     if (keyType !== 'ec' && keyType !== 'rsa') throw new Error('--key-type must be ec or rsa');
     await runOidcBench({ duration, concurrency: opt('--concurrency', 8), rounds: opt('--rounds', 2), keyType });
+  }
+  // Not part of `all`: it needs the upstream `ziti` program and PostgreSQL (about 4 min with the defaults).
+  if (!scenario && suite === 'ha') {
+    const sides = (str('--sides') ?? 'portcullis,upstream').split(',');
+    if (!sides.every((s) => s === 'portcullis' || s === 'upstream')) throw new Error('--sides takes portcullis, upstream or both');
+    await runHaBench({ duration, rate: opt('--rate', 200), tries: opt('--tries', 20), repeats: opt('--repeats', 5), sides: sides as Array<'portcullis' | 'upstream'> });
   }
   // Not part of `all`: it needs the upstream `ziti` program and loads the dataset into it once per size (cached).
   if (!scenario && suite === 'upstream') {
