@@ -11,6 +11,7 @@
  *                         --open-fraction F --max-rate R --target-rate T --workers W --sessions N --data-dir DIR]
  * See bench/README.md.
  */
+import { runHaScale } from './ha-scale.ts';
 import { availableParallelism } from 'node:os';
 import { runIdentitySuite } from './identities.ts';
 import { runAccessSuite } from './access.ts';
@@ -41,7 +42,7 @@ function str(name: string): string | undefined {
 const scenario = str('--scenario');
 const suiteIndex = args.indexOf('--suite');
 const suite = suiteIndex >= 0 ? args[suiteIndex + 1] : 'all';
-if (!['identities', 'access', 'enrollment', 'fabric', 'stores', 'fabric-scale', 'upstream', 'oidc', 'ha', 'soak', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access, enrollment, fabric, stores, fabric-scale, upstream, oidc, ha, soak or all');
+if (!['identities', 'access', 'enrollment', 'fabric', 'stores', 'fabric-scale', 'upstream', 'oidc', 'ha', 'ha-scale', 'soak', 'all'].includes(suite ?? '')) throw new Error('--suite must be identities, access, enrollment, fabric, stores, fabric-scale, upstream, oidc, ha, ha-scale, soak or all');
 // fabric-scale: 5 s per circuit run by default (it measures twice per size, on datasets that take a while to load).
 const duration = opt('--duration', scenario || suite === 'fabric-scale' || suite === 'upstream' || suite === 'oidc' ? 5 : 10);
 const connections = opt('--connections', 16);
@@ -121,6 +122,10 @@ try {
     const sides = (str('--sides') ?? 'portcullis,upstream').split(',');
     if (!sides.every((s) => s === 'portcullis' || s === 'upstream')) throw new Error('--sides takes portcullis, upstream or both');
     await runHaBench({ duration, rate: opt('--rate', 200), tries: opt('--tries', 20), repeats: opt('--repeats', 5), sides: sides as Array<'portcullis' | 'upstream'> });
+  }
+  // Not part of `all`: K controllers on a private PostgreSQL and N scripted routers connected to each (several minutes).
+  if (!scenario && suite === 'ha-scale') {
+    await runHaScale({ controllers: opt('--controllers', 10), routers: opt('--routers', 200), repeats: opt('--repeats', 10) });
   }
   // Not part of `all`: it needs the upstream `ziti` program and loads the dataset into it once per size (cached).
   if (!scenario && suite === 'upstream') {
