@@ -474,7 +474,7 @@ async function idleAndLoad(c: Cluster, opts: HaBenchOptions): Promise<LoadFigure
         const i = sent++;
         const scheduled = start + (i * 1000) / opts.rate;
         const k = i % ms.length;
-        call(ms[k]!, c.ca, 'GET', path, { timeoutMs: 10_000 })
+        void call(ms[k]!, c.ca, 'GET', path, { timeoutMs: 10_000 })
           .then((r) => {
             if (r.status === 200) {
               served[k]!++;
