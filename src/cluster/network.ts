@@ -316,7 +316,7 @@ async function createControllerSession(
   self: { controllerId: string; origin: string; exclusive: boolean },
 ): Promise<ControllerSession> {
   if (self.exclusive) {
-    const taken = (await client.query('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [NS_CONTROLLER, self.controllerId])).rows[0].ok as boolean;
+    const taken = Boolean((await client.query('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [NS_CONTROLLER, self.controllerId])).rows[0].ok);
     if (!taken) {
       const row = (await client.query('SELECT ctrl_address, last_joined_at FROM controllers WHERE id = $1', [self.controllerId])).rows[0] as
         | { ctrl_address: string | null; last_joined_at: string }
@@ -417,7 +417,10 @@ async function createControllerSession(
     /** Leader: the controllers whose lock is gone go offline (and come back online), the version moves with them. */
     async function sweepControllers(): Promise<void> {
       const held = lockHeld(NS_CONTROLLER, 'c.id');
-      const rows = await query<{ id: string; is_online: number; live: boolean }>(`SELECT c.id, c.is_online, ${held.sql} AS live FROM controllers c`, [held.param]);
+      // Booleans come back as 1 or 0 on these connections (the store's type parsers), as from SQLite.
+      const rows = (await query<{ id: string; is_online: number; live: number | boolean }>(`SELECT c.id, c.is_online, ${held.sql} AS live FROM controllers c`, [held.param])).map(
+        (r) => ({ id: r.id, is_online: Number(r.is_online), live: Boolean(r.live) }),
+      );
       const changed = rows.filter((r) => (r.is_online === 1) !== r.live);
       if (changed.length === 0) return;
       await store.write(async (tx) => {
@@ -444,7 +447,7 @@ async function createControllerSession(
 
     async function tryLead(): Promise<void> {
       if (leader) return;
-      const ok = (await query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, 0) AS ok', [NS_LEADER]))[0].ok;
+      const ok = Boolean((await query<{ ok: number | boolean }>('SELECT pg_try_advisory_lock($1, 0) AS ok', [NS_LEADER]))[0].ok);
       if (!ok) return;
       epoch = await store.write(async (tx) => {
         const now = Number((await tx.value<string>('SELECT value FROM controller_facts WHERE key = ?', [FACT.epoch])) ?? 0) + 1;

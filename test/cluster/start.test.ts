@@ -79,8 +79,13 @@ describe('several controllers on one PostgreSQL store', { skip: !postgres && 'ne
     assert.equal(seen.body.data.name, name);
   });
 
-  it('has exactly one leader', () => {
+  it('has exactly one leader, and a membership that stands still while nothing changes', async () => {
     assert.equal([a, b, c].filter((tc) => tc.controller.membership.isLeader()).length, 1);
+    const version = a.controller.membership.version();
+    const rows = await cluster.sql<{ value: string }>("SELECT value FROM controller_facts WHERE key = 'membership-version'");
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.equal(a.controller.membership.version(), version);
+    assert.deepEqual(await cluster.sql("SELECT value FROM controller_facts WHERE key = 'membership-version'"), rows);
   });
 
   it('refuses a join without the secret, or with another one', async () => {
