@@ -384,6 +384,9 @@ async function createControllerSession(
     let version = 0;
     let leader = false;
     let epoch = 0;
+    /** Controllers and processes whose lock the previous pass found missing. */
+    let missingBefore = new Set<string>();
+    let goneBefore = new Set<string>();
     const emit = (event: MembershipEvent) => {
       for (const listener of listeners) {
         try {
@@ -421,7 +424,11 @@ async function createControllerSession(
       const rows = (await query<{ id: string; is_online: number; live: number | boolean }>(`SELECT c.id, c.is_online, ${held.sql} AS live FROM controllers c`, [held.param])).map(
         (r) => ({ id: r.id, is_online: Number(r.is_online), live: Boolean(r.live) }),
       );
-      const changed = rows.filter((r) => (r.is_online === 1) !== r.live);
+      // A controller is taken offline once its lock has been missing at two passes in a row (a session cut for a moment
+      // comes back within one); it comes back online at once.
+      const missing = new Set(rows.filter((r) => r.is_online === 1 && !r.live).map((r) => r.id));
+      const changed = rows.filter((r) => (r.is_online === 1) !== r.live && (r.live || missingBefore.has(r.id)));
+      missingBefore = missing;
       if (changed.length === 0) return;
       await store.write(async (tx) => {
         for (const r of changed) await tx.run('UPDATE controllers SET is_online = ? WHERE id = ?', [r.live ? 1 : 0, r.id]);
@@ -439,10 +446,14 @@ async function createControllerSession(
          WHERE NOT ${held.sql}`,
         [held.param],
       );
-      for (const { owner } of rows) {
+      // As controllers: gone at two passes in a row.
+      const gone = new Set(rows.map((r) => r.owner));
+      for (const owner of gone) {
+        if (!goneBefore.has(owner)) continue;
         options.log?.info({ origin: owner }, 'clearing the live rows of a controller process that is gone');
         await options.clearProcess(owner);
       }
+      goneBefore = gone;
     }
 
     async function tryLead(): Promise<void> {

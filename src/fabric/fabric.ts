@@ -548,9 +548,13 @@ export function createFabric(options: FabricOptions) {
           ? 'router disabled'
           : now.fingerprint !== session.fingerprint
             ? 'router re-enrolled'
-            : row && row.connectionId !== session.connectionId
-              ? `replaced by a newer connection of the same router (held by ${row.owner})`
-              : undefined;
+            : !row
+              ? // Removed by the network's leader, which took this process for gone (its database session was cut for a
+                // moment): the router connects again and everything it holds is recorded anew.
+                'its connection record was removed'
+              : row.connectionId !== session.connectionId
+                ? `replaced by a newer connection of the same router (held by ${row.owner})`
+                : undefined;
       if (reason) {
         log.info({ routerId: session.routerId, reason }, 'closing router control channel');
         session.channel.close(reason);

@@ -262,6 +262,19 @@ describe('connections per controller', () => {
     await leaveElsewhere(router.id);
   });
 
+  it('closes a router connection whose record was removed (the leader took this process for gone); the router connects again', async () => {
+    const router = await enrolledRouter(tc);
+    const first = await connected(tc, router);
+    await eventually(async () => (await rowsOf(router.id)).has(self.id), 'recorded here');
+    await tc.controller.store.write((tx) => tx.run('DELETE FROM router_connections WHERE router_id = ?', [router.id]));
+    await first.waitClosed();
+    const again = await connected(tc, router);
+    await eventually(async () => (await rowsOf(router.id)).has(self.id), 'recorded again');
+    await new Promise((r) => setTimeout(r, 1500)); // a check of the stored rows against the channels (every second)
+    assert.equal(again.closed, false);
+    again.close();
+  });
+
   it('keeps what a router holds when it leaves this controller while connected to another, and drops it once it is connected to none', async () => {
     const router = await enrolledRouter(tc);
     await connectElsewhere(router.id);
