@@ -173,8 +173,6 @@ export async function runHaScale(opts: HaScaleOptions): Promise<void> {
     const restCpu = ctls.map((c, i) => (procStats(c.child.pid!).cpuMs - cpu0[i]!) / restS);
 
     // Fan-out: an identity in and out of a policy, R times each.
-    const leaderRow = await admin.must('GET', `${MANAGEMENT}/controllers`, undefined, 200);
-    void leaderRow;
     const identity = (await admin.must('POST', `${MANAGEMENT}/identities`, { name: `ha-scale-id-${randomBytes(3).toString('hex')}`, type: 'User', isAdmin: false }, 201)).data.id as string;
     const service = (await admin.must('POST', `${MANAGEMENT}/services`, { name: `ha-scale-svc-${randomBytes(3).toString('hex')}`, encryptionRequired: true }, 201)).data.id as string;
     const policy = (await admin.must('POST', `${MANAGEMENT}/service-policies`, { name: `ha-scale-sp-${randomBytes(3).toString('hex')}`, type: 'Dial', semantic: 'AnyOf', identityRoles: [], serviceRoles: [`@${service}`] }, 201)).data.id as string;
@@ -194,8 +192,6 @@ export async function runHaScale(opts: HaScaleOptions): Promise<void> {
     }
     const changes = opts.repeats * 2;
     const cpuPerChange = ctls.map((c, i) => (procStats(c.child.pid!).cpuMs - cpuStart[i]!) / changes);
-    const leaderId = (await admin.must('GET', `${MANAGEMENT}/controllers`, undefined, 200)).data as Array<{ id: string }>;
-    void leaderId;
 
     const sorted = [...latencies].sort((a, b) => a - b);
     const result = {
