@@ -11,10 +11,10 @@ import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { request } from 'node:https';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dropTestDatabase, freePort, testDatabaseArgs, testStore, uniqueName } from '../support/controller.ts';
+import { dropTestDatabase, freePort, removeTestDir, stopChildController, testDatabaseArgs, testStore, uniqueName } from '../support/controller.ts';
 import { createClient, type HttpClient, type HttpResponse } from '../support/client.ts';
 import { assertMatchesReference } from '../support/reference-spec.ts';
 import { bearer, oidcLogin, tokenRequest } from '../support/oidc.ts';
@@ -33,8 +33,8 @@ child.stdout.on('data', (c) => (output += c));
 child.stderr.on('data', (c) => (output += c));
 const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
 after(async () => {
-  if (child.exitCode === null) child.kill('SIGKILL');
-  rmSync(dataDir, { recursive: true, force: true });
+  await stopChildController(child);
+  removeTestDir(dataDir);
   await dropTestDatabase(dataDir);
 });
 

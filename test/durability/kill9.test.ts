@@ -9,10 +9,10 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dropTestDatabase, freePort, testDatabaseArgs } from '../support/controller.ts';
+import { dropTestDatabase, freePort, removeTestDir, testDatabaseArgs } from '../support/controller.ts';
 import { createClient, type HttpClient } from '../support/client.ts';
 import { mulberry32 } from '../support/prng.ts';
 
@@ -32,7 +32,7 @@ after(async () => {
   } catch {
     // already gone
   }
-  rmSync(dataDir, { recursive: true, force: true });
+  removeTestDir(dataDir);
   await dropTestDatabase(dataDir);
 });
 

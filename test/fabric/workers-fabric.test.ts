@@ -9,10 +9,10 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dropTestDatabase, freePort, openSecondStore, testDatabaseUrl, uniqueName, type TestController } from '../support/controller.ts';
+import { dropTestDatabase, freePort, openSecondStore, removeTestDir, stopChildController, testDatabaseUrl, uniqueName, type TestController } from '../support/controller.ts';
 import { createClient } from '../support/client.ts';
 import { connectRouter, enrolledRouter, eventually, type RouterCredentials, type TestRouterConnection } from '../support/test-router.ts';
 import { ChannelHeader, byteMapValue, message, readString, stringValue, uint32Value } from '../../src/fabric/channel/message.ts';
@@ -35,10 +35,10 @@ let output = '';
 child.stdout.on('data', (c) => (output += c));
 child.stderr.on('data', (c) => (output += c));
 const connections: TestRouterConnection[] = [];
-after(() => {
+after(async () => {
   for (const c of connections) c.close();
-  if (child.exitCode === null) child.kill('SIGKILL');
-  rmSync(dataDir, { recursive: true, force: true });
+  await stopChildController(child);
+  removeTestDir(dataDir);
 });
 await eventually(() => output.includes('Portcullis ready'), 'the controller is ready', 30_000);
 

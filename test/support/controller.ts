@@ -10,6 +10,7 @@
  * or a second start on an explicit `dataDir`, finds it again; it is dropped when the harness removes the dir (in
  * `stop()`), by `dropTestDatabase(dataDir)`, or else when the test process ends.
  */
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -219,4 +220,23 @@ let counter = 0;
 export function uniqueName(prefix: string): string {
   counter += 1;
   return `${prefix}-${process.pid}-${counter}-${Math.random().toString(36).slice(2, 7)}`;
+}
+
+/**
+ * Stops a controller started as a child process (`src/main.ts`) and waits until it is gone: SIGTERM first, so a
+ * `--workers` primary stops its workers before it exits (a SIGKILL would orphan them, still writing to the data
+ * dir the test is about to remove), then SIGKILL after `graceMs`.
+ */
+export async function stopChildController(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await gone;
+  clearTimeout(timer);
+}
+
+/** Removes a test's temporary directory, retrying while a process that just ended still closes files in it. */
+export function removeTestDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
 }
