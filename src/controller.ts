@@ -135,7 +135,7 @@ export interface StartOptions {
    * Control-channel deadlines, bounds and log instead of the defaults (tests: short deadlines, small bounds, log lines
    * read back), and the membership the fabric sees (tests: a network of controllers around this one).
    */
-  fabric?: Partial<Pick<FabricOptions, 'timings' | 'bounds' | 'helloTimeoutMs' | 'log' | 'membership'>>;
+  fabric?: Partial<Pick<FabricOptions, 'timings' | 'bounds' | 'helloTimeoutMs' | 'log' | 'membership' | 'pollIntervalMs'>>;
 }
 
 /** Work done once per controller start, before any process serves: schema, network and PKI, first-start records. */

@@ -44,6 +44,7 @@ import type { ControlChannel, ChannelTimings } from './channel/connection.ts';
 import type { EnrolledRouter, VersionInfo } from './channel/hello.ts';
 import { createControlListener, type AdmittedRouter } from './control-listener.ts';
 import type { LiveRouters } from './live-routers.ts';
+import { everyInterval } from './ticker.ts';
 import type { Membership } from '../cluster/membership.ts';
 import { clusterLeaderMessage, ctrlAddressesMessage } from './cluster-addresses.ts';
 
@@ -122,20 +123,8 @@ interface StoredRouter extends EnrolledRouter {
   isEdge: boolean;
 }
 
-/** A timer whose runs never overlap: a tick that comes while the previous run is still going is skipped. */
-function everyInterval(intervalMs: number, run: () => Promise<void>): NodeJS.Timeout {
-  let running = false;
-  const done = (): void => {
-    running = false;
-  };
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    run().then(done, done);
-  }, intervalMs);
-  timer.unref();
-  return timer;
-}
+/** Polls woken by commits start at least this far apart: a burst of writes costs a few polls, not one per commit. */
+const WOKEN_POLL_GAP_MS = 20;
 
 /** Runs work one at a time, in the order it was asked for; a failure is the caller's, the line goes on. */
 function workLine() {
@@ -525,6 +514,12 @@ export function createFabric(options: FabricOptions) {
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'could not push data model changes to routers');
     }
+  }, WOKEN_POLL_GAP_MS);
+  // A commit (this process's, or on PostgreSQL any controller's) wakes the poll: routers hear of a change within
+  // milliseconds, not at the next tick. Only while there is someone to tell: routers connected here, or, for the leader
+  // of several controllers, the others reading the shared change-set log it writes.
+  const stopWakingOnCommit = store.onCommit(() => {
+    if (sessions.size > 0 || (membership.clustered && membership.isLeader())) pollTimer.wake();
   });
 
   /**
@@ -598,8 +593,9 @@ export function createFabric(options: FabricOptions) {
     /** Ends every router connection (controller stop); the routers reconnect to the next start. */
     close(): void {
       stopWatchingMembers();
-      clearInterval(checkTimer);
-      clearInterval(pollTimer);
+      stopWakingOnCommit();
+      checkTimer.stop();
+      pollTimer.stop();
       listener.close();
     },
   };

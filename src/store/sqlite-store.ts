@@ -14,6 +14,7 @@ import { prepare, selectPage } from './entity-table.ts';
 import { tableVersions } from './table-versions.ts';
 import { createWalFlusher, type WalFlusher } from './wal-flush.ts';
 import type { ForeignKey, PageQuery, PageRows, Params, Row, RunResult, Sql, Store, Tx, VersionedTable } from './store.ts';
+import { createCommitListeners } from './commit-listeners.ts';
 
 export interface SqliteStore extends Store {
   readonly kind: 'sqlite';
@@ -130,6 +131,7 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
   const dataVersion = reader.prepare('PRAGMA data_version').pluck();
   /** Commits of this store: the mark of an in-memory store, whose one connection sees no data_version change of its own. */
   let commits = 0;
+  const committed = createCommitListeners();
   /** Changes whenever anyone may have committed. */
   const commitMark: () => unknown = reader === db ? () => commits : () => dataVersion.get();
 
@@ -145,6 +147,7 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
         result = await work(tx);
         db.exec('COMMIT');
         commits += 1;
+        committed.notify();
       } catch (err) {
         if (db.inTransaction) db.exec('ROLLBACK');
         for (const fn of rollbacks) fn();
@@ -233,6 +236,7 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
     // File pages, b-trees and indexes against each other ('ok' alone when sound).
     integrityCheck: async () => (await readSql.column<string>('PRAGMA integrity_check')).filter((line) => line !== 'ok'),
     commitMark,
+    onCommit: committed.add,
     durable: () => flusher?.durable(),
     async close() {
       await flusher?.close();

@@ -155,6 +155,13 @@ export interface Store extends Sql {
    */
   readonly markStale?: () => void;
   /**
+   * Calls `listener` after commits of model and runtime writes (not quiet ones), as this process learns of them: its
+   * own at once, and on PostgreSQL every other process's by its commit notice. Several commits may give one call, and
+   * a call may come without a commit (the notice connection back after an outage). Returns the unsubscribe. For work
+   * that should follow the store's changes sooner than its next poll; it never replaces the poll.
+   */
+  onCommit(listener: () => void): () => void;
+  /**
    * The schema's foreign keys, read from the engine's catalog (SQLite: `pragma_foreign_key_list`; PostgreSQL:
    * `pg_constraint`), by child table, then in the engine's key order.
    */

@@ -9,6 +9,7 @@ import { after } from 'node:test';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { dropTestDatabase, startTestController, testDatabaseUrl, type TestController } from './controller.ts';
+import type { StartOptions } from '../../src/controller.ts';
 
 export interface TestCluster {
   members: TestController[];
@@ -28,11 +29,11 @@ export function writeSecretFile(secret = randomBytes(32).toString('base64')): st
 }
 
 /** Starts `n` controllers of one network (the first founds it, the others join). */
-export async function startCluster(n: number, opts: { extraArgs?: string[] } = {}): Promise<TestCluster> {
+export async function startCluster(n: number, opts: { extraArgs?: string[]; start?: StartOptions } = {}): Promise<TestCluster> {
   const secretFile = writeSecretFile();
   const args = ['--cluster-secret-file', secretFile, ...(opts.extraArgs ?? [])];
   // The founder's database outlives the founder (members may stop in any order): dropped once all have stopped.
-  const first = await startTestController({ extraArgs: args, keepDataDir: true });
+  const first = await startTestController({ extraArgs: args, keepDataDir: true, start: opts.start });
   const databaseUrl = first.databaseUrl ?? (await testDatabaseUrl(first.dataDir));
   const dirs = new Set([first.dataDir]);
   if (databaseUrl === undefined) throw new Error('a cluster needs the PostgreSQL test server');
@@ -42,7 +43,7 @@ export async function startCluster(n: number, opts: { extraArgs?: string[] } = {
     secretFile,
     async join(more = {}) {
       // Data dirs outlive their controller (a stopped member may start again on its own): removed at the end.
-      const member = await startTestController({ databaseUrl, dataDir: more.dataDir, keepDataDir: true, extraArgs: [...args, ...(more.extraArgs ?? [])] });
+      const member = await startTestController({ databaseUrl, dataDir: more.dataDir, keepDataDir: true, extraArgs: [...args, ...(more.extraArgs ?? [])], start: opts.start });
       cluster.members.push(member);
       dirs.add(member.dataDir);
       return member;

@@ -33,6 +33,7 @@ import { positionalParameters, postgresDialect } from '../../query/dialect.ts';
 import type { ForeignKey, PageQuery, PageRows, Params, Row, RunResult, Sql, Store, Tx, VersionedTable } from '../store.ts';
 import { parsePostgresUrl, scrub } from './connection-url.ts';
 import { isConnectionBroken, isUnavailable, storageUnavailable, storeError } from './faults.ts';
+import { createCommitListeners } from '../commit-listeners.ts';
 
 export interface PostgresStoreOptions {
   /** Pool size (default 10). */
@@ -506,6 +507,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
    * values are then checked against the store that often, the polling fallback.
    */
   let mark = 0;
+  const committed = createCommitListeners();
   let listener: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
   const markPollMs = options.markPollMs ?? 1000;
@@ -549,6 +551,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     client.on('end', lost);
     client.on('notification', () => {
       mark += 1;
+      committed.notify();
     });
     client
       .connect()
@@ -557,6 +560,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
         // Commits made while nobody listened are caught by the values checking again now.
         if (listener === client) listening = true;
         mark += 1;
+        committed.notify();
       })
       .catch(lost);
   }
@@ -610,6 +614,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
         await t.sql.run(`SELECT pg_notify('${COMMIT_CHANNEL}', '')`).catch(() => undefined);
         await t.commit();
         mark += 1;
+        committed.notify();
       } catch (err) {
         await t.end();
         for (const fn of rollbacks) fn();
@@ -714,6 +719,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     // installs), so nothing is reported here.
     integrityCheck: () => Promise.resolve([]),
     commitMark: () => mark,
+    onCommit: committed.add,
     markStale: () => {
       mark += 1;
     },
