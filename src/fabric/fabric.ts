@@ -123,7 +123,7 @@ interface StoredRouter extends EnrolledRouter {
   isEdge: boolean;
 }
 
-/** Polls woken by commits start at least this far apart: a burst of writes costs a few polls, not one per commit. */
+/** Polls woken by the feed start at least this far apart: a burst of writes costs a few polls, not one per commit. */
 const WOKEN_POLL_GAP_MS = 20;
 
 /** Runs work one at a time, in the order it was asked for; a failure is the caller's, the line goes on. */
@@ -515,10 +515,10 @@ export function createFabric(options: FabricOptions) {
       log.warn({ err: (err as Error).message }, 'could not push data model changes to routers');
     }
   }, WOKEN_POLL_GAP_MS);
-  // A commit (this process's, or on PostgreSQL any controller's) wakes the poll: routers hear of a change within
-  // milliseconds, not at the next tick. Only while there is someone to tell: routers connected here, or, for the leader
-  // of several controllers, the others reading the shared change-set log it writes.
-  const stopWakingOnCommit = store.onCommit(() => {
+  // A commit that moved the change feed (this process's, or on PostgreSQL any controller's, or the shared change-set
+  // log) wakes the poll: routers hear of a change within milliseconds, not at the next tick. Only while there is someone
+  // to tell: routers connected here, or, for the leader of several controllers, the others reading the log it writes.
+  const stopWakingOnFeed = store.onFeedChange(() => {
     if (sessions.size > 0 || (membership.clustered && membership.isLeader())) pollTimer.wake();
   });
 
@@ -593,7 +593,7 @@ export function createFabric(options: FabricOptions) {
     /** Ends every router connection (controller stop); the routers reconnect to the next start. */
     close(): void {
       stopWatchingMembers();
-      stopWakingOnCommit();
+      stopWakingOnFeed();
       checkTimer.stop();
       pollTimer.stop();
       listener.close();

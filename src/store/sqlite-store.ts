@@ -14,7 +14,8 @@ import { prepare, selectPage } from './entity-table.ts';
 import { tableVersions } from './table-versions.ts';
 import { createWalFlusher, type WalFlusher } from './wal-flush.ts';
 import type { ForeignKey, PageQuery, PageRows, Params, Row, RunResult, Sql, Store, Tx, VersionedTable } from './store.ts';
-import { createCommitListeners } from './commit-listeners.ts';
+import { createFeedListeners } from './feed-listeners.ts';
+import { MODEL_ROWS } from '../cluster/change-feed.ts';
 
 export interface SqliteStore extends Store {
   readonly kind: 'sqlite';
@@ -131,7 +132,25 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
   const dataVersion = reader.prepare('PRAGMA data_version').pluck();
   /** Commits of this store: the mark of an in-memory store, whose one connection sees no data_version change of its own. */
   let commits = 0;
-  const committed = createCommitListeners();
+  const feed = createFeedListeners();
+  /** The change feed's newest model row after this process's last commit, while someone listens (see `feedMoved`). */
+  let feedHead: unknown;
+  let feedHeadQuery: { get(): unknown } | undefined;
+  /**
+   * Whether the commit just made appended model rows to the change feed (one read of the partial index change_feed_model
+   * on the writer, made only for listeners); circuits and router connections wake nobody, as on PostgreSQL.
+   */
+  function feedMoved(): boolean {
+    try {
+      feedHeadQuery ??= db.prepare(`SELECT MAX(seq) FROM change_feed WHERE ${MODEL_ROWS}`).pluck();
+      const head = feedHeadQuery.get();
+      if (head === feedHead) return false;
+      feedHead = head;
+      return true;
+    } catch {
+      return false; // a store without the feed yet (before its migrations)
+    }
+  }
   /** Changes whenever anyone may have committed. */
   const commitMark: () => unknown = reader === db ? () => commits : () => dataVersion.get();
 
@@ -147,7 +166,7 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
         result = await work(tx);
         db.exec('COMMIT');
         commits += 1;
-        committed.notify();
+        if (feed.size > 0 && feedMoved()) feed.notify();
       } catch (err) {
         if (db.inTransaction) db.exec('ROLLBACK');
         for (const fn of rollbacks) fn();
@@ -236,7 +255,10 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
     // File pages, b-trees and indexes against each other ('ok' alone when sound).
     integrityCheck: async () => (await readSql.column<string>('PRAGMA integrity_check')).filter((line) => line !== 'ok'),
     commitMark,
-    onCommit: committed.add,
+    onFeedChange(listener) {
+      if (feed.size === 0) feedMoved(); // where the feed stands now: only later commits are news
+      return feed.add(listener);
+    },
     durable: () => flusher?.durable(),
     async close() {
       await flusher?.close();

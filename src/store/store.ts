@@ -155,12 +155,13 @@ export interface Store extends Sql {
    */
   readonly markStale?: () => void;
   /**
-   * Calls `listener` after commits of model and runtime writes (not quiet ones), as this process learns of them: its
-   * own at once, and on PostgreSQL every other process's by its commit notice. Several commits may give one call, and
-   * a call may come without a commit (the notice connection back after an outage). Returns the unsubscribe. For work
-   * that should follow the store's changes sooner than its next poll; it never replaces the poll.
+   * Calls `listener` after commits that appended model rows to the change feed (not circuits' or router connections'),
+   * or on PostgreSQL a set to the shared change-set log, as this process learns of them: on SQLite its own commits; on
+   * PostgreSQL every process's, by their feed notice. Several commits may give one call, and a call may come without
+   * one (the notice connection back after an outage). Returns the unsubscribe. For work that should follow the feed
+   * sooner than its next poll; it never replaces the poll.
    */
-  onCommit(listener: () => void): () => void;
+  onFeedChange(listener: () => void): () => void;
   /**
    * The schema's foreign keys, read from the engine's catalog (SQLite: `pragma_foreign_key_list`; PostgreSQL:
    * `pg_constraint`), by child table, then in the engine's key order.

@@ -1,7 +1,7 @@
 /**
  * A commit wakes the fabric's poll: with the periodic poll an hour apart, what REST changes still reaches connected
- * routers (the router data model's change sets, API sessions added and removed), because each commit of the store
- * (on PostgreSQL, by its commit notice) runs the poll at once.
+ * routers (the router data model's change sets, API sessions added and removed), because each commit that appends to
+ * the change feed (on PostgreSQL, by its feed notice) runs the poll at once.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';

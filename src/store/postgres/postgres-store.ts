@@ -33,7 +33,7 @@ import { positionalParameters, postgresDialect } from '../../query/dialect.ts';
 import type { ForeignKey, PageQuery, PageRows, Params, Row, RunResult, Sql, Store, Tx, VersionedTable } from '../store.ts';
 import { parsePostgresUrl, scrub } from './connection-url.ts';
 import { isConnectionBroken, isUnavailable, storageUnavailable, storeError } from './faults.ts';
-import { createCommitListeners } from '../commit-listeners.ts';
+import { createFeedListeners } from '../feed-listeners.ts';
 
 export interface PostgresStoreOptions {
   /** Pool size (default 10). */
@@ -77,6 +77,8 @@ const STATEMENT_TABLE = /^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+([A-Za-z_]
 
 /** The channel every write notifies at its commit (`pg_notify` is delivered on commit, never on rollback). */
 const COMMIT_CHANNEL = 'portcullis_commits';
+/** The channel of commits that appended to the change feed or the shared change-set log (migration 0041's triggers). */
+const FEED_CHANNEL = 'portcullis_feed';
 
 /** Key of the transaction-scoped advisory lock every write takes (ASCII "pcwrite!"). */
 export const WRITE_LOCK_KEY = '8098447888221496609';
@@ -507,7 +509,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
    * values are then checked against the store that often, the polling fallback.
    */
   let mark = 0;
-  const committed = createCommitListeners();
+  const feed = createFeedListeners();
   let listener: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
   const markPollMs = options.markPollMs ?? 1000;
@@ -549,18 +551,18 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     listener = client;
     client.on('error', lost);
     client.on('end', lost);
-    client.on('notification', () => {
+    client.on('notification', (notice) => {
       mark += 1;
-      committed.notify();
+      if (notice.channel === FEED_CHANNEL) feed.notify();
     });
     client
       .connect()
-      .then(() => client.query(`LISTEN ${COMMIT_CHANNEL}`))
+      .then(() => client.query(`LISTEN ${COMMIT_CHANNEL}; LISTEN ${FEED_CHANNEL}`))
       .then(() => {
         // Commits made while nobody listened are caught by the values checking again now.
         if (listener === client) listening = true;
         mark += 1;
-        committed.notify();
+        feed.notify();
       })
       .catch(lost);
   }
@@ -614,7 +616,6 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
         await t.sql.run(`SELECT pg_notify('${COMMIT_CHANNEL}', '')`).catch(() => undefined);
         await t.commit();
         mark += 1;
-        committed.notify();
       } catch (err) {
         await t.end();
         for (const fn of rollbacks) fn();
@@ -719,7 +720,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     // installs), so nothing is reported here.
     integrityCheck: () => Promise.resolve([]),
     commitMark: () => mark,
-    onCommit: committed.add,
+    onFeedChange: feed.add,
     markStale: () => {
       mark += 1;
     },

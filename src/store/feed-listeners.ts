@@ -1,8 +1,8 @@
 /**
- * The listeners of a store's `onCommit`: told synchronously, each on its own (one that throws does not keep the others
- * from hearing). A listener should only schedule its work.
+ * The listeners of a store's `onFeedChange`: told synchronously, each on its own (one that throws does not keep the
+ * others from hearing). A listener should only schedule its work.
  */
-export function createCommitListeners() {
+export function createFeedListeners() {
   const listeners = new Set<() => void>();
   return {
     add(listener: () => void): () => void {
@@ -10,6 +10,9 @@ export function createCommitListeners() {
       return () => {
         listeners.delete(listener);
       };
+    },
+    get size(): number {
+      return listeners.size;
     },
     notify(): void {
       for (const listener of listeners) {

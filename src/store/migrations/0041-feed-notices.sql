@@ -1,0 +1,3 @@
+-- Nothing on SQLite. On PostgreSQL this migration adds the triggers that send a commit notice whenever the change feed
+-- or the shared change-set log grows, for the other processes on the database; a SQLite store tells its own process
+-- (src/store/sqlite-store.ts), and other processes on the file read the feed at their next poll.
