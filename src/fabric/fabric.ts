@@ -96,6 +96,8 @@ export interface FabricOptions {
 export interface RouterSession {
   /** Set when a newer connection of the same router replaced this one here: settles once that one's row is written. */
   successor?: Promise<unknown>;
+  /** Settles once this connection's row is written (or could not be). */
+  registered?: Promise<unknown>;
   routerId: string;
   name: string;
   isEdge: boolean;
@@ -201,14 +203,16 @@ export function createFabric(options: FabricOptions) {
     const { channel } = router;
     // The cleanup of a connection that ended before this one came must finish first (it may remove what the router
     // held). A connection this one replaces removes nothing but its own row, and only after this one's row is
-    // written (see `successor`), so the router never shows offline in between.
-    const prior = previous ? undefined : cleanups.get(session.routerId);
+    // written (see `successor`), so the router never shows offline in between; its own row is written first (both
+    // write the same row: the newer connection's must be the one that stays).
+    const prior = previous ? previous.registered?.catch(() => undefined) : cleanups.get(session.routerId);
     const listeners = linkListenersOf(router);
     const registered = channel.serially(async () => {
       await prior;
       await live.connected(session.routerId, session.connectionId, session.connectedAt, session.versionInfo, listeners);
       recorded.add(session);
     });
+    session.registered = registered;
     if (previous) {
       previous.successor = registered;
       previous.channel.close('replaced by a newer connection of the same router');
